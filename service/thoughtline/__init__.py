@@ -1,0 +1,3 @@
+"""Thoughtline: durable sequential thinking for MCP clients."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,134 @@
+"""Settings: the one place Thoughtline reads the environment.
+
+`Settings.from_env(os.environ)` is called by the CLI and by the zero-argument
+factory `thoughtline.app:create_app_from_env` for `uvicorn --factory`; every other
+module receives a `Settings` (or the pieces it needs) as an argument.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+MIN_TOKEN_LENGTH = 32
+DEFAULT_MAX_BODY_BYTES = 1_048_576
+
+Journal = Literal["wal", "truncate"]
+
+
+class SettingsError(ValueError):
+    """A setting has a value Thoughtline cannot run with; the message names it and the fix."""
+
+
+def _csv(value: str | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def _int(environ: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r} is not a whole number; set it to e.g. {default}.") from None
+    if value < minimum:
+        raise SettingsError(f"{name}={value} is below {minimum}; set it to {minimum} or more.")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the service can be told from outside. Secrets are excluded from repr."""
+
+    data_dir: Path = Path("./data")
+    host: str = "127.0.0.1"
+    port: int = 8000
+    api_token: str | None = field(default=None, repr=False)
+    owner_login: str | None = None
+    github_client_id: str | None = None
+    github_client_secret: str | None = field(default=None, repr=False)
+    allowed_github_logins: tuple[str, ...] = ()
+    github_base_url: str = "https://github.com"
+    github_api_url: str = "https://api.github.com"
+    allowed_hostnames: tuple[str, ...] = ()
+    allowed_origin_hostnames: tuple[str, ...] = ()
+    public_url: str | None = None
+    journal: Journal = "wal"
+    retention_days: int = 0
+    library: bool = True
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    idle_store_seconds: float = 300.0
+    log_level: str = "info"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Settings:
+        """Build settings from environment variables, refusing values that cannot work."""
+        journal = environ.get("THOUGHTLINE_JOURNAL", "wal").strip().lower() or "wal"
+        if journal not in ("wal", "truncate"):
+            raise SettingsError(
+                f"THOUGHTLINE_JOURNAL={journal!r} is not supported; use 'wal' on local disk "
+                "or 'truncate' on network file systems (EFS, NFS)."
+            )
+        library = environ.get("THOUGHTLINE_LIBRARY", "on").strip().lower() or "on"
+        if library not in ("on", "off"):
+            raise SettingsError(f"THOUGHTLINE_LIBRARY={library!r} must be 'on' or 'off'.")
+        public_url = environ.get("THOUGHTLINE_PUBLIC_URL", "").strip().rstrip("/") or None
+        if public_url and not public_url.startswith(("https://", "http://")):
+            raise SettingsError(
+                f"THOUGHTLINE_PUBLIC_URL={public_url!r} must be an absolute http(s) URL, "
+                "e.g. https://thoughts.example.com"
+            )
+        token = environ.get("MCP_API_TOKEN", "").strip() or None
+        owner = environ.get("THOUGHTLINE_OWNER", "").strip() or None
+        return cls(
+            data_dir=Path(environ.get("THOUGHTLINE_DATA_DIR", "").strip() or "./data"),
+            host=environ.get("HOST", "").strip() or "127.0.0.1",
+            port=_int(environ, "PORT", 8000, minimum=0),
+            api_token=token,
+            owner_login=owner,
+            github_client_id=environ.get("GITHUB_CLIENT_ID", "").strip() or None,
+            github_client_secret=environ.get("GITHUB_CLIENT_SECRET", "").strip() or None,
+            allowed_github_logins=tuple(login.lower() for login in _csv(environ.get("ALLOWED_GITHUB_LOGIN"))),
+            github_base_url=(environ.get("GITHUB_BASE_URL", "").strip() or "https://github.com").rstrip("/"),
+            github_api_url=(environ.get("GITHUB_API_URL", "").strip() or "https://api.github.com").rstrip("/"),
+            allowed_hostnames=tuple(h.lower() for h in _csv(environ.get("ALLOWED_HOSTNAMES"))),
+            allowed_origin_hostnames=tuple(h.lower() for h in _csv(environ.get("ALLOWED_ORIGIN_HOSTNAMES"))),
+            public_url=public_url,
+            journal="truncate" if journal == "truncate" else "wal",
+            retention_days=_int(environ, "THOUGHT_RETENTION_DAYS", 0),
+            library=library == "on",
+            max_body_bytes=_int(environ, "THOUGHTLINE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1024),
+            log_level=environ.get("THOUGHTLINE_LOG_LEVEL", "").strip().lower() or "info",
+        )
+
+    @property
+    def token_problem(self) -> str | None:
+        """Why the static bearer door is closed, or None when it is open."""
+        if self.api_token is None:
+            return "MCP_API_TOKEN is not set"
+        if len(self.api_token) < MIN_TOKEN_LENGTH:
+            return (
+                f"MCP_API_TOKEN is {len(self.api_token)} characters; it needs at least {MIN_TOKEN_LENGTH} "
+                "(generate one with `thoughtline token`)"
+            )
+        return None
+
+    @property
+    def github_enabled(self) -> bool:
+        """GitHub sign-in is offered only when both OAuth app credentials are set."""
+        return bool(self.github_client_id and self.github_client_secret)
+
+    def with_overrides(self, **changes: object) -> Settings:
+        """A copy with some fields replaced (used by the CLI and tests)."""
+        return replace(self, **changes)  # type: ignore[arg-type]  # dataclasses.replace is untyped over **kwargs
+
+
+def settings_from_process_env() -> Settings:
+    """Read the real process environment; the only call site of `os.environ` in the package."""
+    return Settings.from_env(os.environ)

@@ -1,0 +1,54 @@
+"""Who is calling: the principal type, its store key, and the one contextvar that carries it.
+
+The auth middleware sets the principal for the duration of a request; tools read it through
+`current_principal()` and never look at headers themselves.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
+from typing import Literal
+
+OWNER_KEY = "owner"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated caller.
+
+    `user_key` names the caller's store: `"owner"` for the owner (static bearer token, or the
+    owner's GitHub account) and `"github:<account id>"` for any other allowlisted account. Keys use
+    GitHub's immutable numeric id, never the login, so a renamed account keeps its store.
+    """
+
+    user_key: str
+    via: Literal["token", "oauth"]
+    login: str | None = None
+    resource: str | None = None
+
+
+def github_user_key(account_id: int) -> str:
+    """The store key of a non-owner GitHub account."""
+    return f"github:{account_id}"
+
+
+_principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar("thoughtline_principal", default=None)
+
+
+def set_principal(principal: Principal | None) -> contextvars.Token[Principal | None]:
+    """Bind the caller for the current request; returns a token for `reset_principal`."""
+    return _principal.set(principal)
+
+
+def reset_principal(token: contextvars.Token[Principal | None]) -> None:
+    """Undo `set_principal` at the end of a request."""
+    _principal.reset(token)
+
+
+def current_principal() -> Principal:
+    """The caller of the current request; raises if no auth middleware ran (a wiring bug)."""
+    principal = _principal.get()
+    if principal is None:
+        raise RuntimeError("no authenticated principal bound to this request")
+    return principal
