@@ -123,6 +123,10 @@ class Writer:
         self._closed = False
         self.stats = WriterStats()
 
+    def set_on_commit(self, hook: Callable[[], None]) -> None:
+        """Call `hook` in the writer thread after every successful commit (e.g. to wake an indexer)."""
+        self._on_commit = hook
+
     def start(self, prepare: Callable[[apsw.Connection], None]) -> None:
         """Open the connection in the writer thread and run `prepare` (migrations) there, once."""
         self._prepare = prepare

@@ -178,9 +178,7 @@ MIGRATIONS: Sequence[Migration] = (
 
 def applied_migrations(conn: apsw.Connection) -> list[str]:
     """Names recorded in the store, oldest first (empty for a new file)."""
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
-    ).fetchall()
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").fetchall()
     if not exists:
         return []
     return [row[0] for row in conn.execute("SELECT name FROM schema_migrations ORDER BY rowid")]
@@ -193,9 +191,7 @@ def schema_version(conn: apsw.Connection) -> int:
 
 def migrate(conn: apsw.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
     """Bring the store up to date; returns the names applied now. Refuses newer stores."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-    )
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     known = [m.name for m in migrations]
     recorded = applied_migrations(conn)
     unknown = [name for name in recorded if name not in known]

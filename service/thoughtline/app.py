@@ -1,0 +1,242 @@
+"""`create_app(settings)`: the Starlette application, its routes, middleware order and lifespan.
+
+Middleware, outermost first: access log → Host/Origin/body-size guard → routes. The MCP endpoints
+are wrapped again by the bearer gate, and `/mcp` by the protocol-era gate. Process resources
+(store router, MCP session managers) live in the lifespan; nothing is created at import.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from thoughtline import __version__, migrations
+from thoughtline.auth import Authenticator, BearerGate, TokenVerifier
+from thoughtline.clock import Clock, SystemClock
+from thoughtline.config import Settings, settings_from_process_env
+from thoughtline.eras import ModernOnly
+from thoughtline.guards import AccessLog, HostOriginGuard
+from thoughtline.stores import StoreRouter
+from thoughtline.tools import ToolRegistry, ToolSpec, core_tools
+
+logger = logging.getLogger(__name__)
+
+SWEEP_SECONDS = 60.0
+INSTRUCTIONS = (
+    "Thoughtline stores step-by-step reasoning durably. Call sequentialthinking once per thought and "
+    "keep passing the sequenceId it returns; read a sequence back with get_thought_history."
+)
+
+
+@dataclass
+class Extras:
+    """Optional parts plugged in by other features: extra tools, routes, the OAuth verifier, resources."""
+
+    tools: Sequence[ToolSpec] = ()
+    routes: Sequence[BaseRoute] = ()
+    verifier: TokenVerifier | None = None
+    resources: dict[str, tuple[types.Resource, str]] = field(default_factory=dict)
+    extensions: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def build_mcp_server(registry: ToolRegistry, extras: Extras) -> Server[Any]:
+    """The low-level MCP server: tool listing/calls and the App resources."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=registry.tools)
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await registry.call(params.name, params.arguments)
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[res for res, _ in extras.resources.values()])
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        found = extras.resources.get(str(params.uri))
+        if found is None:
+            raise ValueError(f"unknown resource {str(params.uri)[:100]}; list resources to see what exists")
+        resource, text = found
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(
+                    uri=resource.uri, mime_type=resource.mime_type, text=text, _meta=resource.meta
+                )
+            ]
+        )
+
+    server: Server[Any] = Server(
+        "thoughtline",
+        version=__version__,
+        title="Thoughtline",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources if extras.resources else None,
+        on_read_resource=read_resource if extras.resources else None,
+    )
+    server.extensions.update(extras.extensions)
+    return server
+
+
+class _Endpoint:
+    """Adapts a session manager to a Starlette route endpoint."""
+
+    def __init__(self, manager: StreamableHTTPSessionManager) -> None:
+        self._manager = manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._manager.handle_request(scope, receive, send)
+
+
+def _allowed_hosts(settings: Settings) -> list[str]:
+    hosts = list(settings.allowed_hostnames)
+    if settings.public_url:
+        name = urlsplit(settings.public_url).hostname
+        if name:
+            hosts.append(name)
+    if settings.host not in ("0.0.0.0", "::", ""):  # noqa: S104 - comparing, not binding
+        hosts.append(settings.host)
+    return hosts
+
+
+def create_app(settings: Settings, *, clock: Clock | None = None, extras: Extras | None = None) -> Starlette:
+    """Build the whole service for `settings`; `clock` and `extras` are the outside boundaries."""
+    clock = clock or SystemClock()
+    extras = extras or Extras()
+    router = StoreRouter(
+        settings.data_dir,
+        settings.journal,
+        clock,
+        idle_seconds=settings.idle_store_seconds,
+        retention_days=settings.retention_days,
+    )
+    registry = ToolRegistry([*core_tools(), *extras.tools], router, clock)
+    server = build_mcp_server(registry, extras)
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # HostOriginGuard does it
+    managers = {
+        path: StreamableHTTPSessionManager(
+            server,
+            json_response=True,
+            stateless=True,
+            security_settings=security,
+            max_request_body_size=settings.max_body_bytes,
+        )
+        for path in ("/mcp", "/mcp-compat")
+    }
+    authenticator = Authenticator(
+        None if settings.token_problem else settings.api_token, extras.verifier, settings.public_url
+    )
+    modern: ASGIApp = BearerGate(ModernOnly(_Endpoint(managers["/mcp"])), authenticator, "/mcp")
+    compat: ASGIApp = BearerGate(_Endpoint(managers["/mcp-compat"]), authenticator, "/mcp-compat")
+
+    async def index(request: Request) -> JSONResponse:
+        return JSONResponse(
+            {
+                "name": "thoughtline",
+                "version": __version__,
+                "description": "Durable sequential thinking over MCP; thoughts are committed before acknowledgement.",
+                "endpoints": {
+                    "mcp": "/mcp (protocol 2026-07-28)",
+                    "mcp-compat": "/mcp-compat (protocols 2025-03-26, 2025-06-18, 2025-11-25)",
+                    "health": "/healthz",
+                    "oauth-protected-resource": "/.well-known/oauth-protected-resource/mcp",
+                },
+                "tools": [tool.name for tool in registry.tools],
+            }
+        )
+
+    async def healthz(request: Request) -> JSONResponse:
+        body: dict[str, Any] = {"ok": True, "version": __version__}
+        if request.query_params.get("deep") not in (None, "", "0", "false"):
+            principal, sent = await authenticator.principal(request.scope, "/mcp")
+            if principal is None:
+                headers, _ = authenticator.challenge(request.scope, "/mcp", sent)
+                return JSONResponse(
+                    {
+                        "ok": False,
+                        "error": "unauthorized",
+                        "message": "deep health checks need a bearer token",
+                    },
+                    status_code=401,
+                    headers=headers,
+                )
+            opened = await router.get(principal.user_key)
+            version = await opened.read(migrations.schema_version)
+            current = len(migrations.MIGRATIONS)
+            body["store"] = {"schemaVersion": version, "current": version == current}
+            body["ok"] = version == current
+        return JSONResponse(body, status_code=200 if body["ok"] else 503)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for manager in managers.values():
+                await stack.enter_async_context(manager.run())
+            sweeper = asyncio.create_task(_sweep(router))
+            try:
+                yield
+            finally:
+                sweeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sweeper
+                await router.close_all()
+
+    routes: list[BaseRoute] = [
+        Route("/", index, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/mcp", modern),
+        Route("/mcp-compat", compat),
+        *extras.routes,
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[
+            Middleware(AccessLog),
+            Middleware(
+                HostOriginGuard,
+                hosts=_allowed_hosts(settings),
+                origins=settings.allowed_origin_hostnames,
+                max_body_bytes=settings.max_body_bytes,
+            ),
+        ],
+    )
+    app.state.router = router
+    app.state.registry = registry
+    return app
+
+
+async def _sweep(router: StoreRouter) -> None:
+    while True:
+        await asyncio.sleep(SWEEP_SECONDS)
+        try:
+            await router.close_idle()
+        except Exception as exc:  # keep sweeping; a failed close is retried next round
+            logger.warning("idle store sweep failed: %s", type(exc).__name__)
+
+
+def create_app_from_env() -> Starlette:
+    """Zero-argument factory for `uvicorn --factory thoughtline.app:create_app_from_env`."""
+    return create_app(settings_from_process_env())

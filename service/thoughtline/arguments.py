@@ -1,0 +1,267 @@
+"""Tool arguments: coercion, limits and parsing into typed inputs.
+
+Clients often send integers and booleans as strings (`"3"`, `"true"`); those are accepted. Every
+other problem is refused with `invalid_input` naming the field and what it should be.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from thoughtline.errors import invalid
+
+MAX_THOUGHT_CHARS = 20_000
+MAX_NUMBER = 1_000_000
+MAX_BRANCH_ID_CHARS = 128
+MAX_REQUEST_ID_CHARS = 128
+MAX_HISTORY_LIMIT = 100
+DEFAULT_HISTORY_LIMIT = 50
+MAX_HISTORY_CHARS = 250_000
+DEFAULT_HISTORY_CHARS = 60_000
+MAX_THREADS_PER_CALL = 16
+MAX_KIND_CHARS = 64
+MAIN_BRANCH = "main"
+
+SEQUENCE_ID_RE = re.compile(r"^seq_[0-9a-f]{32}$")
+_INT_RE = re.compile(r"^\s*[+]?\d{1,12}\s*$")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _missing(field: str, hint: str) -> Exception:
+    return invalid(f"'{field}' is required: {hint}.")
+
+
+def coerce_int(args: Mapping[str, Any], field: str, *, low: int = 1, high: int = MAX_NUMBER) -> int | None:
+    """An optional integer field; accepts ints, integral floats and digit strings."""
+    value = args.get(field)
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise invalid(f"'{field}' must be a whole number from {low} to {high}, not a boolean.")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and _INT_RE.match(value):
+        value = int(value)
+    if not isinstance(value, int):
+        raise invalid(f"'{field}' must be a whole number from {low} to {high}; got {_describe(value)}.")
+    if not low <= value <= high:
+        raise invalid(f"'{field}' must be from {low} to {high}; got {value}.")
+    return value
+
+
+def coerce_bool(args: Mapping[str, Any], field: str) -> bool | None:
+    """An optional boolean field; accepts true/false and the strings "true"/"false"."""
+    value = args.get(field)
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise invalid(f"'{field}' must be true or false; got {_describe(value)}.")
+
+
+def coerce_str(args: Mapping[str, Any], field: str, *, max_chars: int, allow_control: bool = False) -> str | None:
+    """An optional non-empty string field with a length limit."""
+    value = args.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise invalid(f"'{field}' must be a string; got {_describe(value)}.")
+    if not value.strip():
+        raise invalid(f"'{field}' must not be empty.")
+    if len(value) > max_chars:
+        raise invalid(f"'{field}' is {len(value)} characters; the limit is {max_chars}.")
+    if not allow_control and _CONTROL_RE.search(value):
+        raise invalid(f"'{field}' contains control characters; use printable text.")
+    return value
+
+
+def coerce_sequence_id(args: Mapping[str, Any], field: str) -> str | None:
+    """An optional sequence id; must look like the ids this server hands out."""
+    value = coerce_str(args, field, max_chars=64)
+    if value is not None and not SEQUENCE_ID_RE.match(value):
+        raise invalid(
+            f"'{field}' must be a sequence id as returned by sequentialthinking (seq_ followed by 32 hex "
+            "characters); omit it to start a new sequence."
+        )
+    return value
+
+
+def coerce_branch_id(args: Mapping[str, Any], field: str, *, allow_main: bool) -> str | None:
+    """An optional branch id; `main` is reserved for the main path."""
+    value = coerce_str(args, field, max_chars=MAX_BRANCH_ID_CHARS)
+    if value is not None and value == MAIN_BRANCH and not allow_main:
+        raise invalid(f"'{field}' cannot be 'main': that name is reserved for the main path; pick another.")
+    return value
+
+
+def reject_unknown(args: Mapping[str, Any], allowed: frozenset[str]) -> None:
+    """Refuse misspelled or unsupported argument names instead of silently ignoring them."""
+    unknown = sorted(set(args) - allowed)
+    if unknown:
+        raise invalid(
+            f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(repr(u) for u in unknown)}; "
+            f"expected some of: {', '.join(sorted(allowed))}."
+        )
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        return f"the string {value[:20]!r}" + ("…" if len(value) > 20 else "")
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return repr(value)[:30]
+
+
+@dataclass(frozen=True)
+class ThoughtInput:
+    """A validated `sequentialthinking` call."""
+
+    thought: str
+    next_thought_needed: bool
+    thought_number: int
+    total_thoughts: int
+    sequence_id: str | None = None
+    is_revision: bool | None = None
+    revises_thought: int | None = None
+    branch_from_thought: int | None = None
+    branch_id: str | None = None
+    branch_from_branch_id: str | None = None
+    needs_more_thoughts: bool | None = None
+    request_id: str | None = None
+    threads: tuple[str, ...] = ()
+    parent_sequence_id: str | None = None
+    kind: str | None = None
+
+
+THOUGHT_FIELDS = frozenset(
+    {
+        "thought",
+        "nextThoughtNeeded",
+        "thoughtNumber",
+        "totalThoughts",
+        "sequenceId",
+        "isRevision",
+        "revisesThought",
+        "branchFromThought",
+        "branchId",
+        "branchFromBranchId",
+        "needsMoreThoughts",
+        "requestId",
+        "threads",
+        "parentSequenceId",
+        "kind",
+    }
+)
+
+
+def parse_thought(args: Mapping[str, Any]) -> ThoughtInput:
+    """Validate and coerce `sequentialthinking` arguments."""
+    reject_unknown(args, THOUGHT_FIELDS)
+    thought = args.get("thought")
+    if thought is None:
+        raise _missing("thought", "the text of this reasoning step")
+    if not isinstance(thought, str):
+        raise invalid(f"'thought' must be a string; got {_describe(thought)}.")
+    if not thought.strip():
+        raise invalid("'thought' is empty; send the text of this reasoning step.")
+    if len(thought) > MAX_THOUGHT_CHARS:
+        raise invalid(
+            f"'thought' is {len(thought)} characters; the limit is {MAX_THOUGHT_CHARS}. Split it into several thoughts."
+        )
+    next_needed = coerce_bool(args, "nextThoughtNeeded")
+    if next_needed is None:
+        raise _missing("nextThoughtNeeded", "true if another thought follows, false if this one ends it")
+    number = coerce_int(args, "thoughtNumber")
+    if number is None:
+        raise _missing("thoughtNumber", "the number of this thought, starting at 1")
+    total = coerce_int(args, "totalThoughts")
+    if total is None:
+        raise _missing("totalThoughts", "your current estimate of how many thoughts this takes")
+    threads = _parse_threads(args.get("threads"))
+    return ThoughtInput(
+        thought=thought,
+        next_thought_needed=next_needed,
+        thought_number=number,
+        total_thoughts=total,
+        sequence_id=coerce_sequence_id(args, "sequenceId"),
+        is_revision=coerce_bool(args, "isRevision"),
+        revises_thought=coerce_int(args, "revisesThought"),
+        branch_from_thought=coerce_int(args, "branchFromThought"),
+        branch_id=coerce_branch_id(args, "branchId", allow_main=False),
+        branch_from_branch_id=coerce_branch_id(args, "branchFromBranchId", allow_main=True),
+        needs_more_thoughts=coerce_bool(args, "needsMoreThoughts"),
+        request_id=coerce_str(args, "requestId", max_chars=MAX_REQUEST_ID_CHARS),
+        threads=threads,
+        parent_sequence_id=coerce_sequence_id(args, "parentSequenceId"),
+        kind=coerce_str(args, "kind", max_chars=MAX_KIND_CHARS),
+    )
+
+
+def _parse_threads(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise invalid("'threads' must be a list of existing thread names, e.g. [\"billing-migration\"].")
+    if len(value) > MAX_THREADS_PER_CALL:
+        raise invalid(f"'threads' names {len(value)} threads; at most {MAX_THREADS_PER_CALL} per call.")
+    return tuple(dict.fromkeys(v.strip() for v in value))
+
+
+@dataclass(frozen=True)
+class HistoryInput:
+    """A validated `get_thought_history` call."""
+
+    sequence_id: str
+    cursor: str | None
+    limit: int
+    order: Literal["asc", "desc"]
+    branch_id: str | None
+    max_characters: int
+
+
+HISTORY_FIELDS = frozenset({"sequenceId", "cursor", "limit", "order", "branchId", "maxCharacters"})
+
+
+def parse_history(args: Mapping[str, Any]) -> HistoryInput:
+    """Validate `get_thought_history` arguments; limits are refused, never clamped."""
+    reject_unknown(args, HISTORY_FIELDS)
+    sequence_id = coerce_sequence_id(args, "sequenceId")
+    if sequence_id is None:
+        raise _missing("sequenceId", "the id returned by sequentialthinking")
+    order = args.get("order", "asc")
+    if order not in ("asc", "desc"):
+        raise invalid(f"'order' must be 'asc' (oldest first) or 'desc' (newest first); got {_describe(order)}.")
+    return HistoryInput(
+        sequence_id=sequence_id,
+        cursor=coerce_str(args, "cursor", max_chars=1024),
+        limit=coerce_int(args, "limit", high=MAX_HISTORY_LIMIT) or DEFAULT_HISTORY_LIMIT,
+        order="desc" if order == "desc" else "asc",
+        branch_id=coerce_branch_id(args, "branchId", allow_main=True),
+        max_characters=coerce_int(args, "maxCharacters", high=MAX_HISTORY_CHARS) or DEFAULT_HISTORY_CHARS,
+    )
+
+
+@dataclass(frozen=True)
+class DeleteInput:
+    """A validated `delete_thought_sequence` call."""
+
+    sequence_id: str
+
+
+def parse_delete(args: Mapping[str, Any]) -> DeleteInput:
+    """Deletion needs the id and an explicit `confirm: true`."""
+    reject_unknown(args, frozenset({"sequenceId", "confirm"}))
+    sequence_id = coerce_sequence_id(args, "sequenceId")
+    if sequence_id is None:
+        raise _missing("sequenceId", "the id of the sequence to delete")
+    confirm = args.get("confirm")
+    if confirm is not True and confirm != "true":
+        raise invalid("'confirm' must be true: deletion is permanent, so it must be asked for explicitly.")
+    return DeleteInput(sequence_id=sequence_id)

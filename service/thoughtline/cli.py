@@ -1,0 +1,205 @@
+"""The `thoughtline` command: serve, token, export, import, check, reindex.
+
+The entry point reads the environment once (`config.py`), applies command-line overrides, and
+hands a `Settings` to whatever it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import secrets
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from thoughtline import __version__, migrations, store
+from thoughtline.config import MIN_TOKEN_LENGTH, Settings, SettingsError, settings_from_process_env
+from thoughtline.db import connect
+from thoughtline.identity import OWNER_KEY
+from thoughtline.stores import STORE_SUFFIX, check_store, store_path
+
+TOKEN_FILE = ".mcp_api_token"  # noqa: S105 - a file name, not a secret
+
+
+def new_token() -> str:
+    """A strong bearer token: 256 random bits, URL-safe."""
+    return secrets.token_urlsafe(32)
+
+
+def ensure_token(settings: Settings, out: TextIO) -> tuple[Settings, str]:
+    """Use MCP_API_TOKEN if set; otherwise keep a generated token in the data dir across restarts.
+
+    Returns the settings with the token and a shell expression that yields it, for the help text.
+    """
+    if settings.api_token is not None:
+        if settings.token_problem:
+            print(f"warning: {settings.token_problem}; the static bearer door is closed.", file=out)
+        return settings, "$MCP_API_TOKEN"
+    path = settings.data_dir / TOKEN_FILE
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        token = path.read_text().strip()
+        fresh = False
+    else:
+        token = new_token()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(token + "\n")
+        fresh = True
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise SettingsError(f"{path} holds a token shorter than {MIN_TOKEN_LENGTH} characters; delete the file.")
+    shown = token if fresh else f"(stored in {path})"
+    print(f"MCP_API_TOKEN not set; using the generated bearer token {shown}", file=out)
+    return settings.with_overrides(api_token=token), f"$(cat {path})"
+
+
+def _connect_help(settings: Settings, token_expr: str, out: TextIO) -> None:
+    base = settings.public_url or f"http://{settings.host}:{settings.port}"
+    print(
+        "\nThoughtline is starting.\n"
+        f"  MCP (2025 clients): {base}/mcp-compat\n"
+        f"  MCP (2026-07-28):   {base}/mcp\n"
+        f"  Claude Code: claude mcp add --transport http thoughtline {base}/mcp-compat "
+        f'--header "Authorization: Bearer {token_expr}"\n',
+        file=out,
+    )
+
+
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
+    """Run the HTTP server with uvicorn."""
+    import uvicorn
+
+    from thoughtline.app import create_app
+
+    settings = settings.with_overrides(
+        host=args.host or settings.host,
+        port=args.port if args.port is not None else settings.port,
+        data_dir=Path(args.data_dir) if args.data_dir else settings.data_dir,
+    )
+    settings, token_expr = ensure_token(settings, sys.stdout)
+    _connect_help(settings, token_expr, sys.stdout)
+    sys.stdout.flush()
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        access_log=False,  # ours (guards.AccessLog) leaves out query strings
+        timeout_graceful_shutdown=10,
+    )
+    return 0
+
+
+def _store_file(settings: Settings, args: argparse.Namespace) -> Path:
+    return store_path(Path(args.data_dir) if args.data_dir else settings.data_dir, args.user)
+
+
+def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
+    """Write one user's store as JSON Lines."""
+    path = _store_file(settings, args)
+    if not path.exists():
+        print(f"no store for user {args.user!r} under {path.parent}", file=sys.stderr)
+        return 1
+    conn = connect(path, settings.journal, readonly=True)
+    out: TextIO = open(args.output, "w") if args.output else sys.stdout  # noqa: SIM115 - closed below
+    try:
+        conn.execute("BEGIN")
+        for record in store.iter_export(conn):
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        conn.execute("COMMIT")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+        conn.close()
+    return 0
+
+
+def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
+    """Load JSON Lines (from `export`) into one user's store, all or nothing."""
+    path = _store_file(settings, args)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    source: TextIO = open(args.input) if args.input != "-" else sys.stdin  # noqa: SIM115 - closed below
+    try:
+        records = [json.loads(line) for line in source if line.strip()]
+    finally:
+        if source is not sys.stdin:
+            source.close()
+    conn = connect(path, settings.journal)
+    try:
+        migrations.migrate(conn)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            counts = store.import_records(conn, records)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.close()
+    print(f"imported {counts['sequence']} sequences, {counts['branch']} branches, {counts['thought']} thoughts")
+    return 0
+
+
+def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
+    """Integrity check and schema version of every store; non-zero exit if any has a problem."""
+    root = (Path(args.data_dir) if args.data_dir else settings.data_dir) / "stores"
+    files = sorted(root.glob(f"*{STORE_SUFFIX}")) if root.exists() else []
+    bad = 0
+    for path in files:
+        problems = check_store(path, settings.journal, tuple(migrations.MIGRATIONS))
+        bad += bool(problems)
+        print(f"{path.name}: {'ok' if not problems else '; '.join(problems)}")
+    print(f"{len(files)} store(s) checked, {bad} with problems")
+    return 1 if bad else 0
+
+
+def cmd_token(settings: Settings, args: argparse.Namespace) -> int:
+    """Print a new strong bearer token."""
+    print(new_token())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line grammar."""
+    parser = argparse.ArgumentParser(prog="thoughtline", description="Durable sequential thinking over MCP.")
+    parser.add_argument("--version", action="version", version=f"thoughtline {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the server (default: 127.0.0.1:8000, data under ./data)")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--data-dir")
+    serve.set_defaults(run=cmd_serve)
+    sub.add_parser("token", help="print a new strong bearer token").set_defaults(run=cmd_token)
+    for name, helper, run in (
+        ("export", "write a user's store as JSON Lines", cmd_export),
+        ("import", "load JSON Lines into a user's store", cmd_import),
+    ):
+        cmd = sub.add_parser(name, help=helper)
+        cmd.add_argument("--user", default=OWNER_KEY, help="store key: 'owner' (default) or 'github:<account id>'")
+        cmd.add_argument("--data-dir")
+        if name == "export":
+            cmd.add_argument("--output", "-o", help="file to write (default: stdout)")
+        else:
+            cmd.add_argument("input", help="file to read, or - for stdin")
+        cmd.set_defaults(run=run)
+    check = sub.add_parser("check", help="integrity and schema version of every store")
+    check.add_argument("--data-dir")
+    check.set_defaults(run=cmd_check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `thoughtline` script."""
+    args = build_parser().parse_args(argv)
+    try:
+        settings = settings_from_process_env()
+        code: int = args.run(settings, args)
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return code

@@ -1,0 +1,127 @@
+"""HTTP guards every request passes: Host/Origin validation, early body-size refusal, access log.
+
+Host and Origin checks are the DNS-rebinding defence: a page on an attacker's domain that
+resolves to 127.0.0.1 still sends its own name in Host/Origin, which is not on the list. The
+access log records method, path, status and duration only — never query strings (OAuth codes
+travel there), headers (tokens) or bodies (thought text).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+logger = logging.getLogger("thoughtline.access")
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def host_name(value: str) -> str | None:
+    """The lower-cased host name of a Host header value (port stripped), or None if malformed."""
+    value = value.strip()
+    if not value or any(c in value for c in "/@\\ \t?#"):
+        return None
+    try:
+        parts = urlsplit(f"//{value}")
+        name = parts.hostname
+        _ = parts.port  # raises on a malformed port
+    except ValueError:
+        return None
+    return name.lower() if name else None
+
+
+async def _reply(send: Send, status: int, error: str, message: str) -> None:
+    body = json.dumps({"error": error, "message": message}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class HostOriginGuard:
+    """Refuses requests whose Host or Origin is not one of ours (403, JSON body)."""
+
+    def __init__(self, app: ASGIApp, hosts: Iterable[str], origins: Iterable[str], max_body_bytes: int) -> None:
+        self._app = app
+        self._hosts = frozenset(h.lower() for h in hosts) | LOOPBACK_NAMES
+        self._origins = self._hosts | frozenset(o.lower() for o in origins)
+        self._max_body = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        headers = {k: v for k, v in scope.get("headers", []) if k in (b"host", b"origin", b"content-length")}
+        raw_host = headers.get(b"host", b"").decode("latin-1")
+        name = host_name(raw_host)
+        if name is None or name not in self._hosts:
+            await _reply(
+                send,
+                403,
+                "forbidden_host",
+                f"Host {raw_host[:100]!r} is not allowed; add its name to ALLOWED_HOSTNAMES "
+                "or set THOUGHTLINE_PUBLIC_URL.",
+            )
+            return
+        origin = headers.get(b"origin")
+        if origin is not None:
+            origin_text = origin.decode("latin-1")
+            origin_name = urlsplit(origin_text).hostname if "://" in origin_text else None
+            if origin_name is None or origin_name.lower() not in self._origins:
+                await _reply(
+                    send,
+                    403,
+                    "forbidden_origin",
+                    f"Origin {origin_text[:100]!r} is not allowed; add its host name to ALLOWED_ORIGIN_HOSTNAMES.",
+                )
+                return
+        length = headers.get(b"content-length")
+        if length is not None:
+            if not length.isdigit():
+                await _reply(send, 400, "bad_request", "Content-Length must be a whole number of bytes.")
+                return
+            if int(length) > self._max_body:
+                await _reply(
+                    send,
+                    413,
+                    "payload_too_large",
+                    f"The request body is {int(length)} bytes; the limit is {self._max_body} "
+                    "(THOUGHTLINE_MAX_BODY_BYTES).",
+                )
+                return
+        await self._app(scope, receive, send)
+
+
+class AccessLog:
+    """Logs one line per request: method, path, status, milliseconds."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def record(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self._app(scope, receive, record)
+        finally:
+            elapsed = (time.perf_counter() - started) * 1000
+            logger.info("%s %s %d %.1fms", scope.get("method"), scope.get("path"), status, elapsed)

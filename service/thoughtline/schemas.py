@@ -1,0 +1,171 @@
+"""JSON Schemas the core tools declare for their inputs and structured outputs.
+
+Integer and boolean inputs are declared as such; the server also accepts their string forms
+("3", "true"), because many clients send those.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from thoughtline.arguments import (
+    MAX_BRANCH_ID_CHARS,
+    MAX_HISTORY_CHARS,
+    MAX_HISTORY_LIMIT,
+    MAX_NUMBER,
+    MAX_REQUEST_ID_CHARS,
+    MAX_THOUGHT_CHARS,
+)
+
+_NUMBER: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": MAX_NUMBER}
+_SEQ_ID: dict[str, Any] = {"type": "string", "pattern": "^seq_[0-9a-f]{32}$"}
+_BRANCH_ID: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_BRANCH_ID_CHARS}
+
+
+def _obj(properties: dict[str, Any], required: list[str], *, closed: bool = True) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "required": required}
+    if closed:
+        schema["additionalProperties"] = False
+    return schema
+
+
+THOUGHT_INPUT = _obj(
+    {
+        "thought": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_THOUGHT_CHARS,
+            "description": "This reasoning step.",
+        },
+        "nextThoughtNeeded": {"type": "boolean", "description": "True if another thought follows."},
+        "thoughtNumber": {**_NUMBER, "description": "Number of this thought on its branch, from 1."},
+        "totalThoughts": {**_NUMBER, "description": "Current estimate of thoughts needed; may change."},
+        "sequenceId": {**_SEQ_ID, "description": "The sequence to continue; omit to start a new one."},
+        "isRevision": {"type": "boolean", "description": "True if this thought revises an earlier one."},
+        "revisesThought": {**_NUMBER, "description": "The thought number being revised (with isRevision)."},
+        "branchFromThought": {**_NUMBER, "description": "Fork a new branch from this thought number."},
+        "branchId": {**_BRANCH_ID, "description": "The branch this thought belongs to ('main' is reserved)."},
+        "branchFromBranchId": {**_BRANCH_ID, "description": "Fork from a thought inside this branch."},
+        "needsMoreThoughts": {"type": "boolean", "description": "True if the estimate turned out too low."},
+        "requestId": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_REQUEST_ID_CHARS,
+            "description": "Idempotency key: a retry with the same id and arguments writes nothing new.",
+        },
+        "threads": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "description": "Existing thread names this sequence belongs to.",
+        },
+        "parentSequenceId": {**_SEQ_ID, "description": "The parent agent's sequence (for sub-agents)."},
+        "kind": {"type": "string", "maxLength": 64, "description": "Free label, e.g. 'plan' or 'debug'."},
+    },
+    ["thought", "nextThoughtNeeded", "thoughtNumber", "totalThoughts"],
+)
+
+THOUGHT_OUTPUT = _obj(
+    {
+        "sequenceId": {"type": "string"},
+        "thoughtNumber": {"type": "integer"},
+        "totalThoughts": {"type": "integer"},
+        "nextThoughtNeeded": {"type": "boolean"},
+        "branches": {"type": "array", "items": {"type": "string"}},
+        "thoughtHistoryLength": {"type": "integer"},
+        "branchId": {"type": "string"},
+        "reopened": {"type": "boolean"},
+        "thoughtNumberReused": {"type": "boolean"},
+        "totalThoughtsRaised": {"type": "boolean"},
+    },
+    ["sequenceId", "thoughtNumber", "totalThoughts", "nextThoughtNeeded", "branches", "thoughtHistoryLength"],
+    closed=False,
+)
+
+HISTORY_INPUT = _obj(
+    {
+        "sequenceId": _SEQ_ID,
+        "cursor": {"type": "string", "description": "nextCursor from the previous page."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_HISTORY_LIMIT, "default": 50},
+        "order": {"type": "string", "enum": ["asc", "desc"], "default": "asc"},
+        "branchId": {**_BRANCH_ID, "description": "'main' for the main path, or one branch's id."},
+        "maxCharacters": {"type": "integer", "minimum": 1, "maximum": MAX_HISTORY_CHARS, "default": 60_000},
+    },
+    ["sequenceId"],
+)
+
+_BRANCH_OUT = _obj(
+    {
+        "branchId": {"type": "string"},
+        "parentBranchId": {"type": ["string", "null"]},
+        "branchFromThought": {"type": "integer"},
+        "forkIndex": {"type": "integer"},
+    },
+    ["branchId", "parentBranchId", "branchFromThought"],
+    closed=False,
+)
+
+_THOUGHT_OUT = _obj(
+    {
+        "index": {"type": "integer"},
+        "thoughtNumber": {"type": "integer"},
+        "totalThoughts": {"type": "integer"},
+        "nextThoughtNeeded": {"type": "boolean"},
+        "thought": {"type": "string"},
+        "createdAt": {"type": "string"},
+        "branchId": {"type": "string"},
+        "isRevision": {"type": "boolean"},
+        "revisesThought": {"type": "integer"},
+        "revisesIndex": {"type": "integer"},
+        "needsMoreThoughts": {"type": "boolean"},
+        "reopened": {"type": "boolean"},
+        "thoughtNumberReused": {"type": "boolean"},
+    },
+    ["index", "thoughtNumber", "totalThoughts", "nextThoughtNeeded", "thought", "createdAt"],
+    closed=False,
+)
+
+HISTORY_OUTPUT = _obj(
+    {
+        "sequence": _obj(
+            {
+                "sequenceId": {"type": "string"},
+                "title": {"type": "string"},
+                "status": {"type": "string", "enum": ["active", "paused", "completed", "abandoned"]},
+                "completed": {"type": "boolean"},
+                "thoughtHistoryLength": {"type": "integer"},
+                "lastThoughtNumber": {"type": "integer"},
+                "totalThoughts": {"type": "integer"},
+                "createdAt": {"type": "string"},
+                "updatedAt": {"type": "string"},
+                "parentSequenceId": {"type": ["string", "null"]},
+                "childSequenceIds": {"type": "array", "items": {"type": "string"}},
+                "threads": {"type": "array", "items": {"type": "string"}},
+                "branches": {"type": "array", "items": _BRANCH_OUT},
+            },
+            ["sequenceId", "title", "status", "completed", "thoughtHistoryLength", "branches"],
+            closed=False,
+        ),
+        "thoughts": {"type": "array", "items": _THOUGHT_OUT},
+        "nextCursor": {"type": ["string", "null"]},
+    },
+    ["sequence", "thoughts", "nextCursor"],
+    closed=False,
+)
+
+DELETE_INPUT = _obj(
+    {
+        "sequenceId": _SEQ_ID,
+        "confirm": {"type": "boolean", "const": True, "description": "Must be true: deletion is permanent."},
+    },
+    ["sequenceId", "confirm"],
+)
+
+DELETE_OUTPUT = _obj(
+    {
+        "sequenceId": {"type": "string"},
+        "deleted": {"type": "boolean"},
+        "deletedThoughts": {"type": "integer"},
+    },
+    ["sequenceId", "deleted", "deletedThoughts"],
+    closed=False,
+)

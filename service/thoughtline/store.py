@@ -1,0 +1,485 @@
+"""Typed queries over a user store: the only SQL of the thinking model (outside migrations).
+
+Each public function takes an open apsw connection that is already inside a transaction (the
+writer's group commit or a read snapshot) and returns plain dataclasses or dicts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import apsw
+
+from thoughtline.arguments import MAIN_BRANCH, ThoughtInput
+from thoughtline.errors import DomainError
+from thoughtline.thinking import (
+    BranchInfo,
+    Finder,
+    Plan,
+    SequenceState,
+    Status,
+    ThoughtRef,
+    make_title,
+    plan_thought,
+    render_write,
+)
+
+FLAG_REOPENED = 1
+FLAG_NUMBER_REUSED = 2
+
+
+def rows(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """All result rows of one statement (values typed loosely; callers know their columns)."""
+    return list(conn.execute(sql, params))
+
+
+def iso(ms: int) -> str:
+    """Unix milliseconds as an ISO-8601 UTC timestamp."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def cursor_secret(conn: apsw.Connection) -> str:
+    """The store's own key for signing history cursors (created by the first migration)."""
+    return str(rows(conn, "SELECT value FROM meta WHERE key = 'cursor_secret'")[0][0])
+
+
+@dataclass(frozen=True)
+class SequenceRow:
+    """A sequence's stored header."""
+
+    rowid: int
+    public_id: str
+    title: str
+    status: Status
+    total_thoughts: int
+    last_thought_number: int
+    thought_count: int
+    parent_public_id: str | None
+    created_at: int
+    updated_at: int
+
+
+_SEQ_COLS = (
+    "id, public_id, title, status, total_thoughts, last_thought_number, thought_count, "
+    "parent_public_id, created_at, updated_at"
+)
+
+
+def get_sequence(conn: apsw.Connection, public_id: str) -> SequenceRow | None:
+    """The sequence with this public id, or None."""
+    found = rows(conn, f"SELECT {_SEQ_COLS} FROM sequences WHERE public_id = ?", (public_id,))
+    return SequenceRow(*found[0]) if found else None
+
+
+def get_branches(conn: apsw.Connection, seq_rowid: int) -> dict[str, BranchInfo]:
+    """All branches of a sequence by name."""
+    found = rows(
+        conn,
+        "SELECT id, name, parent_branch, from_thought, fork_position FROM branches WHERE sequence_id = ? ORDER BY id",
+        (seq_rowid,),
+    )
+    return {row[1]: BranchInfo(*row) for row in found}
+
+
+def make_finder(conn: apsw.Connection, seq_rowid: int) -> Finder:
+    """A Finder backed by the `thoughts_by_scope` index."""
+
+    def find(branch: int | None, number: int, max_position: int | None) -> ThoughtRef | None:
+        found = rows(
+            conn,
+            "SELECT position FROM thoughts WHERE sequence_id = ? AND branch IS ? AND number = ? "
+            "AND position <= ? ORDER BY position DESC LIMIT 1",
+            (seq_rowid, branch, number, max_position if max_position is not None else 2**62),
+        )
+        return ThoughtRef(found[0][0], number, branch) if found else None
+
+    return find
+
+
+def _fingerprint(inp: ThoughtInput) -> str:
+    fields = asdict(inp)
+    fields.pop("request_id")
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
+
+def _replay(conn: apsw.Connection, inp: ThoughtInput) -> dict[str, Any] | None:
+    if inp.request_id is None:
+        return None
+    found = rows(conn, "SELECT fingerprint, result FROM requests WHERE request_id = ?", (inp.request_id,))
+    if not found:
+        return None
+    if found[0][0] != _fingerprint(inp):
+        raise DomainError(
+            "idempotency_conflict",
+            f"requestId '{inp.request_id}' was already used with different arguments; "
+            "use a new requestId for a new thought, or resend the original arguments to get the original result.",
+        )
+    replayed: dict[str, Any] = json.loads(found[0][1])
+    return replayed
+
+
+def _thread_ids(conn: apsw.Connection, names: Iterable[str]) -> list[int]:
+    ids: list[int] = []
+    for name in names:
+        found = rows(conn, "SELECT id FROM threads WHERE name = ?", (name,))
+        if not found:
+            raise DomainError(
+                "thread_not_found",
+                f"thread '{name}' does not exist; threads are never created implicitly — "
+                "create it first, or drop it from 'threads'.",
+            )
+        ids.append(found[0][0])
+    return ids
+
+
+def append_thought(conn: apsw.Connection, inp: ThoughtInput, now_ms: int, new_public_id: str) -> dict[str, Any]:
+    """Store one thought (inside the caller's transaction) and return `{text, structured}`."""
+    replayed = _replay(conn, inp)
+    if replayed is not None:
+        return replayed
+    seq: SequenceRow | None = None
+    state: SequenceState | None = None
+    if inp.sequence_id is not None:
+        seq = get_sequence(conn, inp.sequence_id)
+        if seq is None:
+            raise DomainError(
+                "sequence_not_found",
+                f"no sequence {inp.sequence_id} in your store; omit sequenceId to start a new one.",
+            )
+        state = SequenceState(seq.public_id, seq.status, seq.thought_count, get_branches(conn, seq.rowid))
+    if inp.parent_sequence_id is not None and get_sequence(conn, inp.parent_sequence_id) is None:
+        raise DomainError(
+            "sequence_not_found",
+            f"parentSequenceId {inp.parent_sequence_id} is not a sequence in your store; "
+            "pass the id of the parent agent's sequence or omit it.",
+        )
+    thread_ids = _thread_ids(conn, inp.threads)
+    finder = make_finder(conn, seq.rowid) if seq is not None else _no_thoughts
+    plan = plan_thought(inp, state, finder)
+
+    if seq is None:
+        public_id = new_public_id
+        conn.execute(
+            "INSERT INTO sequences(public_id, title, status, total_thoughts, last_thought_number, thought_count, "
+            "parent_public_id, kind, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
+            (
+                public_id,
+                make_title(inp.thought),
+                plan.status,
+                plan.total_thoughts,
+                inp.thought_number,
+                inp.parent_sequence_id,
+                inp.kind,
+                now_ms,
+                now_ms,
+            ),
+        )
+        seq_rowid = conn.last_insert_rowid()
+        count = 0
+    else:
+        public_id, seq_rowid, count = seq.public_id, seq.rowid, seq.thought_count
+
+    branch_key = _write_branch(conn, seq_rowid, plan, now_ms)
+    position = count + 1
+    flags = (FLAG_REOPENED if plan.reopened else 0) | (FLAG_NUMBER_REUSED if plan.number_reused else 0)
+    conn.execute(
+        "INSERT INTO thoughts(sequence_id, position, branch, number, total, next_needed, body, is_revision, "
+        "revises_number, revises_position, needs_more, flags, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            seq_rowid,
+            position,
+            branch_key,
+            inp.thought_number,
+            plan.total_thoughts,
+            int(inp.next_thought_needed),
+            inp.thought,
+            int(bool(inp.is_revision)),
+            inp.revises_thought,
+            plan.revises.position if plan.revises else None,
+            None if inp.needs_more_thoughts is None else int(inp.needs_more_thoughts),
+            flags,
+            now_ms,
+        ),
+    )
+    updates = "parent_public_id = COALESCE(parent_public_id, ?), kind = COALESCE(kind, ?), "
+    conn.execute(
+        f"UPDATE sequences SET status = ?, total_thoughts = ?, last_thought_number = ?, thought_count = ?, "
+        f"{updates}updated_at = ? WHERE id = ?",
+        (
+            plan.status,
+            plan.total_thoughts,
+            inp.thought_number,
+            position,
+            inp.parent_sequence_id,
+            inp.kind,
+            now_ms,
+            seq_rowid,
+        ),
+    )
+    for thread in thread_ids:
+        conn.execute(
+            "INSERT INTO thread_members(thread, sequence_id, status, added_by, created_at) "
+            "VALUES (?, ?, 'confirmed', 'agent', ?) ON CONFLICT DO NOTHING",
+            (thread, seq_rowid, now_ms),
+        )
+    result = _write_result(conn, inp, plan, public_id, seq_rowid, position)
+    if inp.request_id is not None:
+        conn.execute(
+            "INSERT INTO requests(request_id, sequence_id, fingerprint, result, created_at) VALUES (?, ?, ?, ?, ?)",
+            (inp.request_id, seq_rowid, _fingerprint(inp), json.dumps(result), now_ms),
+        )
+    return result
+
+
+def _no_thoughts(branch: int | None, number: int, max_position: int | None) -> ThoughtRef | None:
+    return None
+
+
+def _write_branch(conn: apsw.Connection, seq_rowid: int, plan: Plan, now_ms: int) -> int | None:
+    if plan.new_branch is None:
+        return plan.branch.key if plan.branch is not None else None
+    nb = plan.new_branch
+    conn.execute(
+        "INSERT INTO branches(sequence_id, name, parent_branch, from_thought, fork_position, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (seq_rowid, nb.name, nb.parent, nb.from_thought, nb.fork_position, now_ms),
+    )
+    return conn.last_insert_rowid()
+
+
+def _write_result(
+    conn: apsw.Connection, inp: ThoughtInput, plan: Plan, public_id: str, seq_rowid: int, count: int
+) -> dict[str, Any]:
+    names = [
+        row[0] for row in conn.execute("SELECT name FROM branches WHERE sequence_id = ? ORDER BY id", (seq_rowid,))
+    ]
+    structured: dict[str, Any] = {
+        "sequenceId": public_id,
+        "thoughtNumber": inp.thought_number,
+        "totalThoughts": plan.total_thoughts,
+        "nextThoughtNeeded": inp.next_thought_needed,
+        "branches": names,
+        "thoughtHistoryLength": count,
+    }
+    if plan.branch_name is not None:
+        structured["branchId"] = plan.branch_name
+    if plan.reopened:
+        structured["reopened"] = True
+    if plan.number_reused:
+        structured["thoughtNumberReused"] = True
+    if plan.total_raised:
+        structured["totalThoughtsRaised"] = True
+    return {"text": render_write(inp, plan, public_id, count), "structured": structured}
+
+
+def delete_sequence(conn: apsw.Connection, public_id: str) -> int | None:
+    """Delete a sequence and everything hanging off it; returns its thought count, or None if absent."""
+    seq = get_sequence(conn, public_id)
+    if seq is None:
+        return None
+    # Branches, thoughts, idempotency keys, thread memberships and search rows cascade.
+    conn.execute("DELETE FROM sequences WHERE id = ?", (seq.rowid,))
+    return seq.thought_count
+
+
+def delete_idle(conn: apsw.Connection, cutoff_ms: int) -> int:
+    """Retention: delete sequences not updated since `cutoff_ms`; returns how many."""
+    ids = [row[0] for row in conn.execute("SELECT public_id FROM sequences WHERE updated_at < ?", (cutoff_ms,))]
+    for public_id in ids:
+        delete_sequence(conn, public_id)
+    return len(ids)
+
+
+def branch_key_for(conn: apsw.Connection, seq_rowid: int, name: str) -> int | bool | None:
+    """The key of a named branch; None for `main`; False when the sequence has no such branch."""
+    if name == MAIN_BRANCH:
+        return None
+    found = rows(conn, "SELECT id FROM branches WHERE sequence_id = ? AND name = ?", (seq_rowid, name))
+    key: int = found[0][0] if found else False
+    return key
+
+
+def iter_export(conn: apsw.Connection) -> Iterator[dict[str, Any]]:
+    """Every sequence, branch and thought as JSON-ready records, parents before children."""
+    for row in conn.execute("SELECT * FROM sequences ORDER BY id"):
+        yield {"type": "sequence", **_row_dict(conn, "sequences", row)}
+    for row in conn.execute(
+        "SELECT b.*, s.public_id FROM branches b JOIN sequences s ON s.id = b.sequence_id ORDER BY b.id"
+    ):
+        yield {"type": "branch", **_row_dict(conn, "branches", row)}
+    for row in conn.execute(
+        "SELECT t.*, s.public_id FROM thoughts t JOIN sequences s ON s.id = t.sequence_id ORDER BY t.id"
+    ):
+        yield {"type": "thought", **_row_dict(conn, "thoughts", row)}
+
+
+def _columns(conn: apsw.Connection, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def _row_dict(conn: apsw.Connection, table: str, row: tuple[Any, ...]) -> dict[str, Any]:
+    cols = _columns(conn, table)
+    record = dict(zip(cols, row[: len(cols)], strict=True))
+    if len(row) > len(cols):
+        record["sequence_public_id"] = row[len(cols)]
+    return record
+
+
+def import_records(conn: apsw.Connection, records: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """Load exported records into this store, remapping row ids; existing sequence ids are refused."""
+    seq_map: dict[int, int] = {}
+    branch_map: dict[int, int] = {}
+    counts = {"sequence": 0, "branch": 0, "thought": 0}
+    for rec in records:
+        kind = rec.get("type")
+        if kind == "sequence":
+            if get_sequence(conn, str(rec["public_id"])) is not None:
+                raise DomainError("invalid_input", f"sequence {rec['public_id']} already exists in this store.")
+            cols = [c for c in _columns(conn, "sequences") if c != "id"]
+            conn.execute(
+                f"INSERT INTO sequences({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
+                tuple(rec[c] for c in cols),
+            )
+            seq_map[int(rec["id"])] = conn.last_insert_rowid()
+        elif kind == "branch":
+            parent = rec["parent_branch"]
+            conn.execute(
+                "INSERT INTO branches(sequence_id, name, parent_branch, from_thought, fork_position, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    seq_map[int(rec["sequence_id"])],
+                    rec["name"],
+                    None if parent is None else branch_map[int(parent)],
+                    rec["from_thought"],
+                    rec["fork_position"],
+                    rec["created_at"],
+                ),
+            )
+            branch_map[int(rec["id"])] = conn.last_insert_rowid()
+        elif kind == "thought":
+            cols = [c for c in _columns(conn, "thoughts") if c != "id"]
+            values = dict(rec)
+            values["sequence_id"] = seq_map[int(rec["sequence_id"])]
+            values["branch"] = None if rec["branch"] is None else branch_map[int(rec["branch"])]
+            conn.execute(
+                f"INSERT INTO thoughts({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
+                tuple(values[c] for c in cols),
+            )
+        else:
+            raise DomainError("invalid_input", f"unknown record type {kind!r}; expected sequence, branch or thought.")
+        counts[str(kind)] += 1
+    return counts
+
+
+@dataclass(frozen=True)
+class ThoughtRow:
+    """One stored thought as history shows it."""
+
+    position: int
+    number: int
+    total: int
+    next_needed: bool
+    body: str
+    branch_name: str | None
+    is_revision: bool
+    revises_number: int | None
+    revises_position: int | None
+    needs_more: bool | None
+    flags: int
+    created_at: int
+
+
+def history_rows(
+    conn: apsw.Connection,
+    seq_rowid: int,
+    branch: int | bool | None,
+    after: int | None,
+    order: str,
+    limit: int,
+) -> list[ThoughtRow]:
+    """Up to `limit` thoughts after position `after` in `order`; `branch` True = every branch."""
+    where = ["t.sequence_id = ?"]
+    params: list[Any] = [seq_rowid]
+    if branch is not True:
+        where.append("t.branch IS ?")
+        params.append(branch)
+    if after is not None:
+        where.append("t.position > ?" if order == "asc" else "t.position < ?")
+        params.append(after)
+    direction = "ASC" if order == "asc" else "DESC"
+    found = rows(
+        conn,
+        "SELECT t.position, t.number, t.total, t.next_needed, t.body, b.name, t.is_revision, t.revises_number, "
+        "t.revises_position, t.needs_more, t.flags, t.created_at FROM thoughts t "
+        "LEFT JOIN branches b ON b.id = t.branch "
+        f"WHERE {' AND '.join(where)} ORDER BY t.position {direction} LIMIT ?",
+        (*params, limit),
+    )
+    return [
+        ThoughtRow(
+            position=r[0],
+            number=r[1],
+            total=r[2],
+            next_needed=bool(r[3]),
+            body=r[4],
+            branch_name=r[5],
+            is_revision=bool(r[6]),
+            revises_number=r[7],
+            revises_position=r[8],
+            needs_more=None if r[9] is None else bool(r[9]),
+            flags=r[10],
+            created_at=r[11],
+        )
+        for r in found
+    ]
+
+
+@dataclass(frozen=True)
+class BranchSummary:
+    """A branch as history lists it."""
+
+    name: str
+    parent_name: str | None
+    from_thought: int
+    fork_position: int
+
+
+def branch_summaries(conn: apsw.Connection, seq_rowid: int) -> list[BranchSummary]:
+    """Every branch of a sequence with its parent's name (None = main path), in creation order."""
+    found = rows(
+        conn,
+        "SELECT b.name, p.name, b.from_thought, b.fork_position FROM branches b "
+        "LEFT JOIN branches p ON p.id = b.parent_branch WHERE b.sequence_id = ? ORDER BY b.id",
+        (seq_rowid,),
+    )
+    return [BranchSummary(*row) for row in found]
+
+
+def thread_names(conn: apsw.Connection, seq_rowid: int) -> list[str]:
+    """Names of the threads a sequence is a confirmed member of."""
+    found = rows(
+        conn,
+        "SELECT t.name FROM thread_members m JOIN threads t ON t.id = m.thread "
+        "WHERE m.sequence_id = ? AND m.status = 'confirmed' ORDER BY t.name",
+        (seq_rowid,),
+    )
+    return [row[0] for row in found]
+
+
+def child_sequence_ids(conn: apsw.Connection, public_id: str) -> list[str]:
+    """Sequences whose parentSequenceId is this one (sub-agents), oldest first."""
+    found = rows(conn, "SELECT public_id FROM sequences WHERE parent_public_id = ? ORDER BY id LIMIT 100", (public_id,))
+    return [row[0] for row in found]
+
+
+def integrity_problems(conn: apsw.Connection) -> list[str]:
+    """`PRAGMA integrity_check` and foreign-key check findings (empty when healthy)."""
+    problems = [str(r[0]) for r in conn.execute("PRAGMA integrity_check") if r[0] != "ok"]
+    problems += [f"foreign key: {r}" for r in conn.execute("PRAGMA foreign_key_check")]
+    return problems

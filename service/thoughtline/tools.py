@@ -1,0 +1,226 @@
+"""MCP tool adapters: declarations (schemas, annotations) and the thin handlers behind them.
+
+Handlers parse arguments (`arguments.py`), run one store function in the writer or a read
+snapshot, and shape the result; domain rules live in `thinking.py`, SQL in `store.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import traceback
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+import mcp_types as types
+
+from thoughtline import arguments, history, store
+from thoughtline.clock import Clock, now_ms
+from thoughtline.db import StorageError
+from thoughtline.errors import DomainError
+from thoughtline.identity import current_principal
+from thoughtline.migrations import SchemaTooNewError
+from thoughtline.schemas import (
+    DELETE_INPUT,
+    DELETE_OUTPUT,
+    HISTORY_INPUT,
+    HISTORY_OUTPUT,
+    THOUGHT_INPUT,
+    THOUGHT_OUTPUT,
+)
+from thoughtline.stores import StoreRouter, UserStore
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a handler may use: the caller's store and the clock."""
+
+    store: UserStore
+    clock: Clock
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """A successful tool result: readable text plus structured content matching the output schema."""
+
+    text: str
+    structured: dict[str, Any]
+
+
+Handler = Callable[[Mapping[str, Any], ToolContext], Awaitable[ToolOutput]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: its MCP declaration and its handler."""
+
+    tool: types.Tool
+    handler: Handler
+
+
+def new_sequence_id() -> str:
+    """`seq_` + 128 random bits: unguessable, so holding the id is the capability to read it."""
+    return "seq_" + secrets.token_hex(16)
+
+
+async def _think(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
+    inp = arguments.parse_thought(args)
+    at = now_ms(ctx.clock)
+    seq_id = new_sequence_id()
+    result = await ctx.store.write(lambda conn: store.append_thought(conn, inp, at, seq_id))
+    return ToolOutput(text=result["text"], structured=result["structured"])
+
+
+async def _history(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
+    inp = arguments.parse_history(args)
+    page = await ctx.store.read(lambda conn: history.read_page(conn, inp))
+    return ToolOutput(text=page.text, structured=page.structured)
+
+
+async def _delete(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
+    inp = arguments.parse_delete(args)
+    count = await ctx.store.write(lambda conn: store.delete_sequence(conn, inp.sequence_id))
+    if count is None:
+        text = f"No sequence {inp.sequence_id} in your store; nothing was deleted."
+    else:
+        text = f"Deleted sequence {inp.sequence_id} and its {count} thought{'s' if count != 1 else ''}."
+    structured = {"sequenceId": inp.sequence_id, "deleted": count is not None, "deletedThoughts": count or 0}
+    return ToolOutput(text=text, structured=structured)
+
+
+THINK_DESCRIPTION = """Record one step of step-by-step reasoning; every step is stored durably before this returns.
+
+Use it for problems that need planning, revision or exploring alternatives. Call it once per thought:
+- Start a sequence without sequenceId; the result gives you one (seq_…). Pass it on every later call.
+- thoughtNumber counts up from 1; totalThoughts is your current estimate and may change (a thoughtNumber
+  above it raises it). Set nextThoughtNeeded to false on the final thought.
+- Revise: isRevision: true with revisesThought: N.
+- Branch: branchId + branchFromThought: N forks from the main path; add branchFromBranchId to fork from
+  inside another branch. Numbers are scoped to their branch; keep passing branchId on the branch's later steps.
+- requestId makes a retry safe: the same id and arguments return the original result without writing again.
+Read a sequence back with get_thought_history."""
+
+HISTORY_DESCRIPTION = """Read back a stored reasoning sequence, oldest first by default, one page at a time.
+
+Pass the sequenceId from sequentialthinking. Follow nextCursor until it is null to read everything.
+branchId: 'main' for the main path only, or a branch's id for that branch's own thoughts."""
+
+DELETE_DESCRIPTION = """Permanently delete a reasoning sequence: its thoughts, branches and search data.
+
+Needs confirm: true. Deleting an unknown id reports deleted: false."""
+
+
+def core_tools(ui_meta: Mapping[str, Any] | None = None) -> list[ToolSpec]:
+    """The three thinking tools; `ui_meta` links the write and history tools to the MCP App."""
+    meta = dict(ui_meta) if ui_meta else None
+    return [
+        ToolSpec(
+            types.Tool(
+                name="sequentialthinking",
+                title="Sequential thinking",
+                description=THINK_DESCRIPTION,
+                input_schema=THOUGHT_INPUT,
+                output_schema=THOUGHT_OUTPUT,
+                annotations=types.ToolAnnotations(
+                    title="Sequential thinking",
+                    read_only_hint=False,
+                    destructive_hint=False,
+                    idempotent_hint=False,
+                    open_world_hint=False,
+                ),
+                _meta=meta,
+            ),
+            _think,
+        ),
+        ToolSpec(
+            types.Tool(
+                name="get_thought_history",
+                title="Get thought history",
+                description=HISTORY_DESCRIPTION,
+                input_schema=HISTORY_INPUT,
+                output_schema=HISTORY_OUTPUT,
+                annotations=types.ToolAnnotations(
+                    title="Get thought history",
+                    read_only_hint=True,
+                    destructive_hint=False,
+                    idempotent_hint=True,
+                    open_world_hint=False,
+                ),
+                _meta=meta,
+            ),
+            _history,
+        ),
+        ToolSpec(
+            types.Tool(
+                name="delete_thought_sequence",
+                title="Delete thought sequence",
+                description=DELETE_DESCRIPTION,
+                input_schema=DELETE_INPUT,
+                output_schema=DELETE_OUTPUT,
+                annotations=types.ToolAnnotations(
+                    title="Delete thought sequence",
+                    read_only_hint=False,
+                    destructive_hint=True,
+                    idempotent_hint=True,
+                    open_world_hint=False,
+                ),
+            ),
+            _delete,
+        ),
+    ]
+
+
+def error_result(text: str) -> types.CallToolResult:
+    """A tool-level failure: `isError` with `<code>: <message>` text."""
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
+class ToolRegistry:
+    """Lists tools and routes calls to their handlers with the caller's own store."""
+
+    def __init__(self, specs: Sequence[ToolSpec], router: StoreRouter, clock: Clock) -> None:
+        self._specs = {spec.tool.name: spec for spec in specs}
+        self._router = router
+        self._clock = clock
+
+    @property
+    def tools(self) -> list[types.Tool]:
+        """The declarations, in registration order."""
+        return [spec.tool for spec in self._specs.values()]
+
+    async def call(self, name: str, args: Mapping[str, Any] | None) -> types.CallToolResult:
+        """Run one tool call; every failure becomes an error result, never an exception."""
+        spec = self._specs.get(name)
+        if spec is None:
+            return error_result(f"invalid_input: unknown tool '{name[:64]}'; available: {', '.join(self._specs)}.")
+        if args is not None and not isinstance(args, Mapping):
+            return error_result("invalid_input: tool arguments must be a JSON object.")
+        try:
+            opened = await self._router.get(current_principal().user_key)
+            out = await spec.handler(args or {}, ToolContext(store=opened, clock=self._clock))
+        except DomainError as exc:
+            return error_result(exc.wire_text())
+        except SchemaTooNewError as exc:
+            return error_result(f"storage_error: {exc}")
+        except (StorageError, apsw.Error) as exc:
+            logger.warning("tool %s: storage failure %s", name, type(exc).__name__)
+            return error_result(f"storage_error: {_storage_message(exc)} Nothing was written; retry shortly.")
+        except Exception as exc:
+            # The message could quote arguments (thought text), so only the type and frames are logged.
+            frames = "".join(traceback.format_tb(exc.__traceback__))
+            logger.error("tool %s failed with %s\n%s", name, type(exc).__name__, frames)
+            return error_result("storage_error: the server failed to handle this call; nothing was written.")
+        return types.CallToolResult(
+            content=[types.TextContent(text=out.text)],
+            structured_content=out.structured,
+        )
+
+
+def _storage_message(exc: Exception) -> str:
+    if isinstance(exc, StorageError):
+        return str(exc) + "."
+    return f"the database reported {type(exc).__name__}."

@@ -1,0 +1,41 @@
+"""Shared fixtures: settings on a temp data dir, an app served on 127.0.0.1, a child server process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import TOKEN, ChildServer, ThreadServer, serve_in_thread, start_child, stop_child
+from thoughtline.app import create_app
+from thoughtline.config import Settings
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Run async tests on asyncio (the server's loop)."""
+    return "asyncio"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Settings on a fresh data dir with the test bearer token."""
+    return Settings(data_dir=tmp_path / "data", api_token=TOKEN)
+
+
+@pytest.fixture
+def server(settings: Settings) -> Iterator[ThreadServer]:
+    """The app served by uvicorn on a free loopback port (in a thread of this process)."""
+    with serve_in_thread(create_app(settings)) as running:
+        yield running
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[ChildServer]:
+    """`python -m thoughtline serve` as a child process on a fresh data dir."""
+    child = start_child(tmp_path / "live-data")
+    try:
+        yield child
+    finally:
+        stop_child(child)
