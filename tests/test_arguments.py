@@ -1,0 +1,86 @@
+"""Argument coercion and limits: string forms accepted, everything else refused by name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from thoughtline.arguments import parse_delete, parse_history, parse_thought
+from thoughtline.errors import DomainError
+
+BASE: dict[str, Any] = {"thought": "x", "nextThoughtNeeded": True, "thoughtNumber": 1, "totalThoughts": 2}
+SEQ = "seq_" + "a" * 32
+
+
+def refused(fn: Any, args: dict[str, Any]) -> str:
+    with pytest.raises(DomainError) as err:
+        fn(args)
+    assert err.value.code == "invalid_input"
+    return err.value.message
+
+
+def test_string_numbers_and_booleans_are_accepted() -> None:
+    inp = parse_thought({**BASE, "thoughtNumber": "3", "totalThoughts": " 4 ", "nextThoughtNeeded": "false"})
+    assert (inp.thought_number, inp.total_thoughts, inp.next_thought_needed) == (3, 4, False)
+    assert parse_thought({**BASE, "isRevision": "TRUE", "revisesThought": "1"}).is_revision is True
+    assert parse_thought({**BASE, "thoughtNumber": 2.0}).thought_number == 2
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("thoughtNumber", 0),
+        ("thoughtNumber", 1_000_001),
+        ("thoughtNumber", "three"),
+        ("thoughtNumber", True),
+        ("thoughtNumber", 1.5),
+        ("totalThoughts", None),
+        ("nextThoughtNeeded", "yes"),
+        ("nextThoughtNeeded", 1),
+        ("thought", ""),
+        ("thought", "   "),
+        ("thought", 5),
+        ("thought", "x" * 20_001),
+        ("branchId", "b" * 129),
+        ("branchId", "main"),
+        ("branchId", "bad\nname"),
+        ("sequenceId", "seq_123"),
+        ("sequenceId", "../../etc/passwd"),
+        ("requestId", ""),
+        ("threads", "  "),
+        ("threads", [1, 2]),
+    ],
+)
+def test_bad_thought_arguments_are_refused_naming_the_field(field: str, value: Any) -> None:
+    args = {**BASE, field: value}
+    if value is None:
+        del args[field]
+    assert field in refused(parse_thought, args)
+
+
+def test_unknown_arguments_are_refused_not_ignored() -> None:
+    assert "'branchID'" in refused(parse_thought, {**BASE, "branchID": "x"})
+
+
+def test_thought_of_exactly_the_limit_is_accepted() -> None:
+    assert len(parse_thought({**BASE, "thought": "y" * 20_000}).thought) == 20_000
+
+
+def test_history_limits_are_refused_not_clamped() -> None:
+    assert "limit" in refused(parse_history, {"sequenceId": SEQ, "limit": 101})
+    assert "maxCharacters" in refused(parse_history, {"sequenceId": SEQ, "maxCharacters": 250_001})
+    assert "order" in refused(parse_history, {"sequenceId": SEQ, "order": "newest"})
+    page = parse_history({"sequenceId": SEQ})
+    assert (page.limit, page.max_characters, page.order) == (50, 60_000, "asc")
+
+
+@pytest.mark.parametrize("confirm", [None, False, "yes", 1, "TRUE ", []])
+def test_delete_requires_an_explicit_true(confirm: Any) -> None:
+    args: dict[str, Any] = {"sequenceId": SEQ, "confirm": confirm}
+    assert "confirm" in refused(parse_delete, args)
+
+
+def test_delete_accepts_true_and_the_string_true() -> None:
+    assert parse_delete({"sequenceId": SEQ, "confirm": True}).sequence_id == SEQ
+    assert parse_delete({"sequenceId": SEQ, "confirm": "true"}).sequence_id == SEQ

@@ -1,0 +1,218 @@
+"""SPEC §2 through the real `mcp` client against a real server on 127.0.0.1, on both endpoints."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from tests.support import ThreadServer, mcp_client, structured, text
+
+pytestmark = pytest.mark.anyio
+
+ENDPOINTS = [("/mcp-compat", "legacy"), ("/mcp", "2026-07-28")]
+
+
+@pytest.fixture(params=ENDPOINTS, ids=["compat-2025", "modern-2026"])
+async def client(request: pytest.FixtureRequest, server: ThreadServer) -> AsyncIterator[Client]:
+    path, mode = request.param
+    async with mcp_client(server.base_url, path=path, mode=mode) as connected:
+        yield connected
+
+
+async def think(client: Client, **args: Any) -> Any:
+    base: dict[str, Any] = {"thought": "step", "nextThoughtNeeded": True, "thoughtNumber": 1, "totalThoughts": 3}
+    return await client.call_tool("sequentialthinking", {**base, **args})
+
+
+async def count(client: Client, seq: str) -> int:
+    page = structured(await client.call_tool("get_thought_history", {"sequenceId": seq}))
+    return int(page["sequence"]["thoughtHistoryLength"])
+
+
+async def error_code(result: Any) -> str:
+    assert result.is_error
+    return text(result).split(":", 1)[0]
+
+
+async def test_tool_list_declares_schemas_and_annotations(client: Client) -> None:
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert {"sequentialthinking", "get_thought_history", "delete_thought_sequence"} <= set(tools)
+    write, read, delete = tools["sequentialthinking"], tools["get_thought_history"], tools["delete_thought_sequence"]
+    assert write.annotations is not None
+    assert (write.annotations.read_only_hint, write.annotations.idempotent_hint) == (False, False)
+    assert read.annotations is not None
+    assert (read.annotations.read_only_hint, read.annotations.idempotent_hint) == (True, True)
+    assert delete.annotations is not None
+    assert delete.annotations.destructive_hint is True
+    for tool in (write, read, delete):
+        assert tool.output_schema is not None
+        assert tool.output_schema["type"] == "object"
+    assert set(write.input_schema["required"]) == {"thought", "nextThoughtNeeded", "thoughtNumber", "totalThoughts"}
+
+
+async def test_first_thought_creates_an_unguessable_sequence_and_does_not_echo_the_thought(client: Client) -> None:
+    result = await think(client, thought="Plan the migration")
+    data = structured(result)
+    assert re.fullmatch(r"seq_[0-9a-f]{32}", data["sequenceId"])
+    assert data == {
+        "sequenceId": data["sequenceId"],
+        "thoughtNumber": 1,
+        "totalThoughts": 3,
+        "nextThoughtNeeded": True,
+        "branches": [],
+        "thoughtHistoryLength": 1,
+    }
+    assert text(result) == f"Thought 1/3\n\nPlan the migration\n\nSequence: {data['sequenceId']} · 1 thought stored"
+    other = structured(await think(client))
+    assert other["sequenceId"] != data["sequenceId"]
+
+
+async def test_thought_number_above_total_raises_the_total(client: Client) -> None:
+    seq = structured(await think(client))["sequenceId"]
+    result = await think(client, sequenceId=seq, thoughtNumber=5, totalThoughts=3)
+    assert structured(result)["totalThoughts"] == 5
+    assert text(result).startswith("Thought 5/5\nNote: thoughtNumber 5 was above totalThoughts 3")
+
+
+async def test_string_arguments_are_coerced(client: Client) -> None:
+    seq = structured(await think(client))["sequenceId"]
+    data = structured(
+        await think(client, sequenceId=seq, thoughtNumber="2", totalThoughts="4", nextThoughtNeeded="false")
+    )
+    assert (data["thoughtNumber"], data["totalThoughts"], data["nextThoughtNeeded"]) == (2, 4, False)
+
+
+async def test_branches_have_scoped_numbers_and_nested_forks(client: Client) -> None:
+    seq = structured(await think(client, thought="root"))["sequenceId"]
+    await think(client, sequenceId=seq, thoughtNumber=2, thought="main two")
+    start = await think(client, sequenceId=seq, thoughtNumber=2, branchId="alt", branchFromThought=1, thought="alt two")
+    assert text(start).startswith("Branch alt from thought 1 · 2/3")
+    assert structured(start)["branches"] == ["alt"]
+    cont = await think(client, sequenceId=seq, thoughtNumber=3, branchId="alt", thought="alt three")
+    assert text(cont).startswith("Branch alt · 3/3")
+    nested = await think(
+        client,
+        sequenceId=seq,
+        thoughtNumber=4,
+        branchId="deep",
+        branchFromThought=3,
+        branchFromBranchId="alt",
+        thought="deep four",
+    )
+    assert structured(nested)["branches"] == ["alt", "deep"]
+    collapsed = await think(
+        client, sequenceId=seq, thoughtNumber=2, branchId="shallow", branchFromThought=1, branchFromBranchId="alt"
+    )
+    assert not collapsed.is_error
+    page = structured(await client.call_tool("get_thought_history", {"sequenceId": seq}))
+    branches = {b["branchId"]: b for b in page["sequence"]["branches"]}
+    assert branches["alt"]["parentBranchId"] is None
+    assert branches["deep"]["parentBranchId"] == "alt"
+    assert branches["shallow"]["parentBranchId"] is None  # thought 1 seen from alt is main's
+    assert [t.get("branchId") for t in page["thoughts"]] == [None, None, "alt", "alt", "deep", "shallow"]
+
+
+async def test_revision_resolves_on_the_branch_then_its_ancestors(client: Client) -> None:
+    seq = structured(await think(client, thought="a"))["sequenceId"]
+    await think(client, sequenceId=seq, thoughtNumber=2, branchId="b", branchFromThought=1)
+    result = await think(client, sequenceId=seq, thoughtNumber=3, branchId="b", isRevision=True, revisesThought=1)
+    assert text(result).startswith("Branch b · Revision of thought 1 · 3/3")
+    page = structured(await client.call_tool("get_thought_history", {"sequenceId": seq}))
+    last = page["thoughts"][-1]
+    assert (last["isRevision"], last["revisesThought"], last["revisesIndex"]) == (True, 1, 1)
+
+
+async def test_writing_after_the_final_thought_reopens_with_a_note(client: Client) -> None:
+    seq = structured(await think(client, nextThoughtNeeded=False))["sequenceId"]
+    page = structured(await client.call_tool("get_thought_history", {"sequenceId": seq}))
+    assert page["sequence"]["completed"] is True
+    result = await think(client, sequenceId=seq, thoughtNumber=2)
+    assert structured(result)["reopened"] is True
+    assert "Note: this sequence had ended" in text(result)
+
+
+async def test_reused_number_is_flagged_and_later_references_mean_the_newest(client: Client) -> None:
+    seq = structured(await think(client, thought="first one"))["sequenceId"]
+    reused = await think(client, sequenceId=seq, thoughtNumber=1, thought="second one")
+    assert structured(reused)["thoughtNumberReused"] is True
+    assert "Note: thought 1 already exists on the main path" in text(reused)
+    await think(client, sequenceId=seq, thoughtNumber=2, isRevision=True, revisesThought=1)
+    page = structured(await client.call_tool("get_thought_history", {"sequenceId": seq}))
+    assert page["thoughts"][-1]["revisesIndex"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        ({"sequenceId": "seq_" + "f" * 32}, "sequence_not_found"),
+        ({"isRevision": True}, "revision_target_required"),
+        ({"isRevision": True, "revisesThought": 7}, "revision_target_not_found"),
+        ({"revisesThought": 1}, "invalid_input"),
+        ({"branchFromThought": 1}, "branch_id_required"),
+        ({"branchId": "nope"}, "branch_not_found"),
+        ({"branchId": "x", "branchFromThought": 9}, "branch_point_not_found"),
+        ({"branchId": "x", "branchFromThought": 1, "branchFromBranchId": "ghost"}, "branch_not_found"),
+        ({"branchId": "b", "branchFromThought": 2}, "branch_conflict"),
+        ({"threads": ["unknown-topic"]}, "thread_not_found"),
+        ({"parentSequenceId": "seq_" + "e" * 32}, "sequence_not_found"),
+        ({"thoughtNumber": "many"}, "invalid_input"),
+        ({"thought": ""}, "invalid_input"),
+        ({"surprise": 1}, "invalid_input"),
+    ],
+)
+async def test_every_refusal_names_its_code_and_writes_nothing(client: Client, args: dict[str, Any], code: str) -> None:
+    seq = structured(await think(client))["sequenceId"]
+    await think(client, sequenceId=seq, thoughtNumber=2)
+    await think(client, sequenceId=seq, thoughtNumber=3, branchId="b", branchFromThought=1)
+    before = await count(client, seq)
+    result = await think(client, **{"sequenceId": seq, "thoughtNumber": 4, **args})
+    assert await error_code(result) == code
+    assert re.match(rf"^{code}: \S", text(result))
+    assert await count(client, seq) == before
+
+
+async def test_request_id_retry_returns_the_original_result_and_writes_nothing(client: Client) -> None:
+    first = await think(client, requestId="req-1", thought="once")
+    again = await think(client, requestId="req-1", thought="once")
+    assert structured(again) == structured(first)
+    assert text(again) == text(first)
+    seq = structured(first)["sequenceId"]
+    assert await count(client, seq) == 1
+    conflict = await think(client, requestId="req-1", thought="different")
+    assert await error_code(conflict) == "idempotency_conflict"
+    assert await count(client, seq) == 1
+
+
+async def test_parent_and_child_sequences_link_both_ways(client: Client) -> None:
+    parent = structured(await think(client, thought="orchestrator"))["sequenceId"]
+    child = structured(await think(client, thought="sub-agent", parentSequenceId=parent))["sequenceId"]
+    child_page = structured(await client.call_tool("get_thought_history", {"sequenceId": child}))
+    parent_page = structured(await client.call_tool("get_thought_history", {"sequenceId": parent}))
+    assert child_page["sequence"]["parentSequenceId"] == parent
+    assert parent_page["sequence"]["childSequenceIds"] == [child]
+
+
+async def test_delete_needs_confirm_and_removes_everything(client: Client) -> None:
+    seq = structured(await think(client))["sequenceId"]
+    await think(client, sequenceId=seq, thoughtNumber=2, branchId="b", branchFromThought=1)
+    refused = await client.call_tool("delete_thought_sequence", {"sequenceId": seq, "confirm": False})
+    assert await error_code(refused) == "invalid_input"
+    assert await count(client, seq) == 2
+    done = structured(await client.call_tool("delete_thought_sequence", {"sequenceId": seq, "confirm": "true"}))
+    assert done == {"sequenceId": seq, "deleted": True, "deletedThoughts": 2}
+    gone = await client.call_tool("get_thought_history", {"sequenceId": seq})
+    assert await error_code(gone) == "sequence_not_found"
+    again = structured(await client.call_tool("delete_thought_sequence", {"sequenceId": seq, "confirm": True}))
+    assert again == {"sequenceId": seq, "deleted": False, "deletedThoughts": 0}
+    continued = await think(client, sequenceId=seq, thoughtNumber=3)
+    assert await error_code(continued) == "sequence_not_found"
+
+
+async def test_unknown_tool_is_an_error_result(client: Client) -> None:
+    result = await client.call_tool("no_such_tool", {})
+    assert result.is_error
+    assert "unknown tool" in text(result)
