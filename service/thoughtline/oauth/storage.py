@@ -1,0 +1,448 @@
+"""The authorization server's database: clients, grants, codes and tokens in one SQLite file.
+
+Why a database and not only signed tokens: codes must be single-use, refresh tokens rotate with
+reuse detection, and a reused code or refresh token must revoke everything its grant issued. All
+three need state every instance sees, so a stateless multi-instance deployment keeps it in
+`<data_dir>/_auth/auth.sqlite3` on the same shared volume as the user stores, opened through
+`thoughtline.db` (same PRAGMAs, journal mode, single writer). Tokens and codes are random and stored
+only as SHA-256 digests: a copy of the file grants nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import anyio
+import apsw
+
+from thoughtline.config import Journal
+from thoughtline.db import ReadPool, Writer
+from thoughtline.identity import OWNER_KEY, github_user_key
+from thoughtline.migrations import Migration, migrate
+from thoughtline.oauth.signing import digest
+
+T = TypeVar("T")
+
+AUTH_DIR = "_auth"
+AUTH_FILE = "auth.sqlite3"
+
+SCHEMA = """
+CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+INSERT INTO secrets(name, value) VALUES ('signing_key', lower(hex(randomblob(32))));
+CREATE TABLE clients (client_id TEXT PRIMARY KEY, info TEXT NOT NULL, created_at REAL NOT NULL) WITHOUT ROWID;
+CREATE TABLE client_documents (
+    url TEXT PRIMARY KEY, info TEXT NOT NULL, expires_at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE owner (
+    id INTEGER PRIMARY KEY CHECK (id = 1), account_id INTEGER NOT NULL, login TEXT NOT NULL,
+    pinned_at REAL NOT NULL
+);
+CREATE TABLE grants (
+    id TEXT PRIMARY KEY, client_id TEXT NOT NULL, user_key TEXT NOT NULL, account_id INTEGER NOT NULL,
+    login TEXT NOT NULL, resources TEXT NOT NULL, scopes TEXT NOT NULL, created_at REAL NOT NULL,
+    revoked_at REAL, revoked_reason TEXT
+) WITHOUT ROWID;
+CREATE TABLE codes (
+    hash TEXT PRIMARY KEY, grant_id TEXT NOT NULL REFERENCES grants(id) ON DELETE CASCADE,
+    redirect_uri TEXT NOT NULL, redirect_explicit INTEGER NOT NULL, code_challenge TEXT NOT NULL,
+    expires_at REAL NOT NULL, used_at REAL
+) WITHOUT ROWID;
+CREATE INDEX codes_by_grant ON codes(grant_id);
+CREATE TABLE tokens (
+    hash TEXT PRIMARY KEY, kind TEXT NOT NULL CHECK (kind IN ('access', 'refresh')),
+    grant_id TEXT NOT NULL REFERENCES grants(id) ON DELETE CASCADE, resources TEXT NOT NULL,
+    expires_at REAL NOT NULL, used_at REAL
+) WITHOUT ROWID;
+CREATE INDEX tokens_by_grant ON tokens(grant_id);
+"""
+
+
+def _schema(conn: apsw.Connection) -> None:
+    conn.execute(SCHEMA)
+
+
+AUTH_MIGRATIONS = (Migration("auth_0001_core", _schema),)
+
+# Revoked or expired rows are kept this long after they stop mattering, so reuse of an old code or
+# refresh token is still recognised (and punished) for a while, then pruned.
+KEEP_DEAD_ROWS_SECONDS = 7 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One sign-in's authorization: who, for which client, for which resources."""
+
+    id: str
+    client_id: str
+    user_key: str
+    account_id: int
+    login: str
+    resources: tuple[str, ...]
+    scopes: tuple[str, ...]
+    revoked: bool
+
+
+@dataclass(frozen=True)
+class CodeRecord:
+    """An authorization code as stored (the code itself is known only to the client)."""
+
+    grant: Grant
+    redirect_uri: str
+    redirect_explicit: bool
+    code_challenge: str
+    expires_at: float
+    used: bool
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """An access or refresh token as stored."""
+
+    kind: Literal["access", "refresh"]
+    grant: Grant
+    resources: tuple[str, ...]
+    expires_at: float
+    used: bool
+
+
+@dataclass(frozen=True)
+class Issued:
+    """A freshly minted token pair; the plaintext exists only here and in the HTTP response."""
+
+    access_token: str
+    refresh_token: str
+    access_expires_at: float
+    resources: tuple[str, ...]
+
+
+Redeem = Issued | Literal["reused", "missing"]
+
+
+def _grant(row: tuple[object, ...]) -> Grant:
+    return Grant(
+        id=str(row[0]),
+        client_id=str(row[1]),
+        user_key=str(row[2]),
+        account_id=int(str(row[3])),
+        login=str(row[4]),
+        resources=tuple(json.loads(str(row[5]))),
+        scopes=tuple(json.loads(str(row[6]))),
+        revoked=row[7] is not None,
+    )
+
+
+def new_secret(prefix: str) -> str:
+    """A bearer secret with 256 random bits; the prefix makes leaked ones easy to recognise."""
+    return prefix + secrets.token_urlsafe(32)
+
+
+def _mint(
+    conn: apsw.Connection,
+    grant_id: str,
+    resources: tuple[str, ...],
+    now: float,
+    access_ttl: float,
+    refresh_ttl: float,
+) -> Issued:
+    access, refresh = new_secret("tla_"), new_secret("tlr_")
+    conn.execute(
+        "INSERT INTO tokens(hash, kind, grant_id, resources, expires_at) VALUES (?, 'access', ?, ?, ?),"
+        " (?, 'refresh', ?, ?, ?)",
+        (
+            digest(access),
+            grant_id,
+            json.dumps(resources),
+            now + access_ttl,
+            digest(refresh),
+            grant_id,
+            json.dumps(resources),
+            now + refresh_ttl,
+        ),
+    )
+    return Issued(access, refresh, now + access_ttl, resources)
+
+
+class AuthStore:
+    """Typed access to the auth database; writes go through one writer thread, reads through a pool."""
+
+    def __init__(self, data_dir: Path, journal: Journal) -> None:
+        self._path = data_dir / AUTH_DIR / AUTH_FILE
+        self._journal = journal
+        self._writer: Writer | None = None
+        self._reader: ReadPool | None = None
+        self._lock = anyio.Lock()
+
+    async def _open(self) -> tuple[Writer, ReadPool]:
+        # Opened on first use so building the app (and serving metadata) never touches the disk.
+        async with self._lock:
+            if self._writer is None or self._reader is None:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+                writer = Writer(self._path, self._journal)
+                await anyio.to_thread.run_sync(writer.start, _prepare)
+                self._writer, self._reader = writer, ReadPool(self._path, self._journal)
+            return self._writer, self._reader
+
+    async def _write(self, fn: Callable[[apsw.Connection], T]) -> T:
+        writer, _ = await self._open()
+        return await writer.submit(fn)
+
+    async def _read(self, fn: Callable[[apsw.Connection], T]) -> T:
+        _, reader = await self._open()
+        return await reader.run(fn)
+
+    def close(self) -> None:
+        """Stop the writer thread and close every connection."""
+        if self._writer is not None:
+            self._writer.close()
+        if self._reader is not None:
+            self._reader.close()
+        self._writer = self._reader = None
+
+    async def signing_key(self) -> bytes:
+        """The key every instance signs short-lived state with (created with the database)."""
+
+        def run(conn: apsw.Connection) -> bytes:
+            row = conn.execute("SELECT value FROM secrets WHERE name = 'signing_key'").fetchone()
+            return bytes.fromhex(str(row[0])) if row else b""
+
+        return await self._read(run)
+
+    # --- clients -----------------------------------------------------------------------------
+
+    async def save_client(self, client_id: str, info: str, now: float) -> None:
+        """Record a dynamically registered client (RFC 7591)."""
+        await self._write(
+            lambda c: c.execute(
+                "INSERT INTO clients(client_id, info, created_at) VALUES (?, ?, ?)", (client_id, info, now)
+            )
+        )
+
+    async def load_client(self, client_id: str) -> str | None:
+        """The stored registration JSON of a client, if any."""
+
+        def run(conn: apsw.Connection) -> str | None:
+            row = conn.execute("SELECT info FROM clients WHERE client_id = ?", (client_id,)).fetchone()
+            return str(row[0]) if row else None
+
+        return await self._read(run)
+
+    async def cached_document(self, url: str, now: float) -> str | None:
+        """A still-fresh Client ID Metadata Document, already validated, if cached."""
+
+        def run(conn: apsw.Connection) -> str | None:
+            row = conn.execute(
+                "SELECT info FROM client_documents WHERE url = ? AND expires_at > ?", (url, now)
+            ).fetchone()
+            return str(row[0]) if row else None
+
+        return await self._read(run)
+
+    async def cache_document(self, url: str, info: str, expires_at: float) -> None:
+        """Remember a validated Client ID Metadata Document until `expires_at`."""
+        await self._write(
+            lambda c: c.execute(
+                "INSERT OR REPLACE INTO client_documents(url, info, expires_at) VALUES (?, ?, ?)",
+                (url, info, expires_at),
+            )
+        )
+
+    # --- identity ------------------------------------------------------------------------------
+
+    async def user_key_for(self, account_id: int, login: str, owner_login: str | None, now: float) -> str:
+        """Map a GitHub account to its store key, pinning the owner's account id at first sign-in.
+
+        The owner is named by login (THOUGHTLINE_OWNER) but logins can be renamed or re-registered,
+        so the first sign-in of that login pins its immutable id; from then on only that id is the
+        owner, whatever it is called.
+        """
+
+        def run(conn: apsw.Connection) -> str:
+            row = conn.execute("SELECT account_id FROM owner WHERE id = 1").fetchone()
+            if row is None and owner_login and login.lower() == owner_login.lower():
+                conn.execute(
+                    "INSERT INTO owner(id, account_id, login, pinned_at) VALUES (1, ?, ?, ?)",
+                    (account_id, login, now),
+                )
+                return OWNER_KEY
+            if row is not None and int(str(row[0])) == account_id:
+                return OWNER_KEY
+            return github_user_key(account_id)
+
+        return await self._write(run)
+
+    # --- grants and codes ----------------------------------------------------------------------
+
+    async def create_grant(
+        self,
+        *,
+        code: str,
+        client_id: str,
+        user_key: str,
+        account_id: int,
+        login: str,
+        resources: tuple[str, ...],
+        scopes: tuple[str, ...],
+        redirect_uri: str,
+        redirect_explicit: bool,
+        code_challenge: str,
+        now: float,
+        code_ttl: float,
+    ) -> None:
+        """Record a consented sign-in and the single-use code that redeems it."""
+        grant_id = secrets.token_hex(16)
+
+        def run(conn: apsw.Connection) -> None:
+            conn.execute(
+                "INSERT INTO grants(id, client_id, user_key, account_id, login, resources, scopes,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    grant_id,
+                    client_id,
+                    user_key,
+                    account_id,
+                    login,
+                    json.dumps(resources),
+                    json.dumps(scopes),
+                    now,
+                ),
+            )
+            conn.execute(
+                "INSERT INTO codes(hash, grant_id, redirect_uri, redirect_explicit, code_challenge,"
+                " expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    digest(code),
+                    grant_id,
+                    redirect_uri,
+                    int(redirect_explicit),
+                    code_challenge,
+                    now + code_ttl,
+                ),
+            )
+            _prune(conn, now)
+
+        await self._write(run)
+
+    async def find_code(self, code_hash: str) -> CodeRecord | None:
+        """The stored code with this digest, used or not."""
+
+        def run(conn: apsw.Connection) -> CodeRecord | None:
+            row = conn.execute(
+                "SELECT g.id, g.client_id, g.user_key, g.account_id, g.login, g.resources, g.scopes,"
+                " g.revoked_at, c.redirect_uri, c.redirect_explicit, c.code_challenge, c.expires_at,"
+                " c.used_at FROM codes c JOIN grants g ON g.id = c.grant_id WHERE c.hash = ?",
+                (code_hash,),
+            ).fetchone()
+            if row is None:
+                return None
+            return CodeRecord(
+                grant=_grant(row[:8]),
+                redirect_uri=str(row[8]),
+                redirect_explicit=bool(row[9]),
+                code_challenge=str(row[10]),
+                expires_at=float(str(row[11])),
+                used=row[12] is not None,
+            )
+
+        return await self._read(run)
+
+    async def redeem_code(
+        self, code_hash: str, resources: tuple[str, ...], now: float, access_ttl: float, refresh_ttl: float
+    ) -> Redeem:
+        """Mark a code used and mint its tokens, atomically; a second redemption revokes the grant."""
+
+        def run(conn: apsw.Connection) -> Redeem:
+            row = conn.execute("SELECT grant_id, used_at FROM codes WHERE hash = ?", (code_hash,)).fetchone()
+            if row is None:
+                return "missing"
+            grant_id = str(row[0])
+            if row[1] is not None:
+                _revoke(conn, grant_id, "authorization code reused", now)
+                return "reused"
+            conn.execute("UPDATE codes SET used_at = ? WHERE hash = ?", (now, code_hash))
+            return _mint(conn, grant_id, resources, now, access_ttl, refresh_ttl)
+
+        return await self._write(run)
+
+    # --- tokens --------------------------------------------------------------------------------
+
+    async def find_token(self, token_hash: str) -> TokenRecord | None:
+        """The stored access or refresh token with this digest."""
+
+        def run(conn: apsw.Connection) -> TokenRecord | None:
+            row = conn.execute(
+                "SELECT g.id, g.client_id, g.user_key, g.account_id, g.login, g.resources, g.scopes,"
+                " g.revoked_at, t.kind, t.resources, t.expires_at, t.used_at"
+                " FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.hash = ?",
+                (token_hash,),
+            ).fetchone()
+            if row is None:
+                return None
+            return TokenRecord(
+                kind="access" if row[8] == "access" else "refresh",
+                grant=_grant(row[:8]),
+                resources=tuple(json.loads(str(row[9]))),
+                expires_at=float(str(row[10])),
+                used=row[11] is not None,
+            )
+
+        return await self._read(run)
+
+    async def rotate_refresh(
+        self, token_hash: str, resources: tuple[str, ...], now: float, access_ttl: float, refresh_ttl: float
+    ) -> Redeem:
+        """Spend a refresh token for a new pair; presenting a spent one revokes the whole grant.
+
+        Reuse means two parties hold the same refresh token (OAuth 2.1 §4.3.1); we cannot tell
+        which is the thief, so both lose access and the user signs in again.
+        """
+
+        def run(conn: apsw.Connection) -> Redeem:
+            row = conn.execute(
+                "SELECT grant_id, used_at FROM tokens WHERE hash = ? AND kind = 'refresh'", (token_hash,)
+            ).fetchone()
+            if row is None:
+                return "missing"
+            grant_id = str(row[0])
+            if row[1] is not None:
+                _revoke(conn, grant_id, "refresh token reused", now)
+                return "reused"
+            # Earlier access tokens are left to expire on their own (they are short-lived): cutting
+            # them off would fail requests already in flight while the client refreshes.
+            conn.execute("UPDATE tokens SET used_at = ? WHERE hash = ?", (now, token_hash))
+            return _mint(conn, grant_id, resources, now, access_ttl, refresh_ttl)
+
+        return await self._write(run)
+
+    async def revoke_grant(self, grant_id: str, reason: str, now: float) -> None:
+        """Revoke a grant: every code and token it issued stops working at once."""
+        await self._write(lambda c: _revoke(c, grant_id, reason, now))
+
+
+def _revoke(conn: apsw.Connection, grant_id: str, reason: str, now: float) -> None:
+    conn.execute(
+        "UPDATE grants SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
+        (now, reason, grant_id),
+    )
+
+
+def _prune(conn: apsw.Connection, now: float) -> None:
+    cutoff = now - KEEP_DEAD_ROWS_SECONDS
+    conn.execute("DELETE FROM grants WHERE revoked_at IS NOT NULL AND revoked_at < ?", (cutoff,))
+    conn.execute("DELETE FROM codes WHERE expires_at < ?", (cutoff,))
+    conn.execute("DELETE FROM tokens WHERE expires_at < ?", (cutoff,))
+    conn.execute(
+        "DELETE FROM grants WHERE revoked_at IS NULL AND created_at < ? AND NOT EXISTS"
+        " (SELECT 1 FROM tokens t WHERE t.grant_id = grants.id) AND NOT EXISTS"
+        " (SELECT 1 FROM codes c WHERE c.grant_id = grants.id)",
+        (cutoff,),
+    )
+    conn.execute("DELETE FROM client_documents WHERE expires_at < ?", (now,))
+
+
+def _prepare(conn: apsw.Connection) -> None:
+    migrate(conn, AUTH_MIGRATIONS)
