@@ -9,18 +9,22 @@ door's `verify`.
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
+import hashlib
 import ipaddress
 import re
+import secrets
 import ssl
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from html import unescape
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urljoin, urlsplit
+from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import httpx
 import httpx2
@@ -36,10 +40,11 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
+from tests.fake_github import API_PREFIX, FakeGitHub
 from thoughtline.app import Extras, create_app
 from thoughtline.clock import Clock
 from thoughtline.config import Settings
-from thoughtline.oauth import OAuthDoor
+from thoughtline.oauth import CimdPolicy, OAuthDoor, build_oauth
 
 START_TIMEOUT = 10.0
 
@@ -87,13 +92,14 @@ def serve(app: ASGIApp, *, tls: tuple[Path, Path] | None = None) -> Iterator[Run
         host="127.0.0.1",
         port=0,
         log_level="warning",
+        access_log=False,  # as in production: guards.AccessLog leaves query strings out
         lifespan="auto",
         ssl_certfile=str(tls[0]) if tls else None,
         ssl_keyfile=str(tls[1]) if tls else None,
     )
     ready = threading.Event()
     server = _Server(config, ready)
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), name="test-server", daemon=True)
     thread.start()
     if not ready.wait(START_TIMEOUT) or not server.servers:
         raise RuntimeError("test server did not start")
@@ -275,3 +281,115 @@ async def connected(oauth: OAuthClientProvider, url: str) -> AsyncIterator[Clien
         Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
         yield client
+
+
+TOKEN = "static-token-" + "y" * 40
+OWNER_LOGIN = "Owner-Login"
+
+
+@dataclass
+class Stack:
+    """Thoughtline, the fake GitHub, and the clock they share."""
+
+    thoughtline: RunningServer
+    github: RunningServer
+    fake: FakeGitHub
+    clock: FakeClock
+    door: OAuthDoor
+    settings: Settings
+
+    def browser(self, decision: str = "allow") -> Browser:
+        """A fresh browser that stays within Thoughtline and GitHub."""
+        return Browser(stops=(self.thoughtline.url, self.github.url), decision=decision)
+
+    def sign_in_client(self, path: str = "/mcp-compat", client_metadata_url: str | None = None) -> SignInClient:
+        """An MCP client for `path` that signs in through a fresh browser."""
+        return SignInClient(self.thoughtline.url + path, self.browser(), client_metadata_url=client_metadata_url)
+
+
+@asynccontextmanager
+async def running_stack(
+    tmp_path: Path, *, cimd: CimdPolicy | None = None, allowed: tuple[str, ...] = ("owner-login", "friend")
+) -> AsyncIterator[Stack]:
+    """Start the fake GitHub and Thoughtline (with the OAuth door) on loopback ports."""
+    fake = FakeGitHub()
+    with serve(fake.app()) as github:
+        settings = Settings(
+            data_dir=tmp_path / "data",
+            api_token=TOKEN,
+            github_client_id=fake.client_id,
+            github_client_secret=fake.client_secret,
+            allowed_github_logins=allowed,
+            owner_login=OWNER_LOGIN,
+            github_base_url=github.url,
+            github_api_url=github.url + API_PREFIX,
+        )
+        clock = FakeClock(time.time())
+        door = build_oauth(settings, clock, cimd=cimd)
+        try:
+            with serve(thoughtline_app(settings, clock, door)) as thoughtline:
+                yield Stack(thoughtline, github, fake, clock, door, settings)
+        finally:
+            await door.aclose()
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    """The result of one raw sign-in: the client and the token response."""
+
+    client_id: str
+    tokens: dict[str, Any]
+    redirect: str
+
+
+def pkce() -> tuple[str, str]:
+    """A PKCE verifier and its S256 challenge."""
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    return verifier, challenge
+
+
+async def register(http: httpx.AsyncClient, redirect_uris: list[str] | None = None) -> httpx.Response:
+    """Dynamic client registration of a public client."""
+    return await http.post(
+        "/register",
+        json={
+            "client_name": "Security test client",
+            "redirect_uris": redirect_uris or [CLIENT_REDIRECT],
+            "token_endpoint_auth_method": "none",
+        },
+    )
+
+
+def authorize_url(base: str, client_id: str, challenge: str, **extra: str) -> str:
+    """An /authorize URL for a public client with PKCE S256."""
+    params = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": CLIENT_REDIRECT,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "state": "client-state-123",
+        **extra,
+    }
+    return f"{base}/authorize?{urlencode(params)}"
+
+
+async def sign_in(stack: Stack, http: httpx.AsyncClient, *, resource: str | None = None) -> SignedIn:
+    """Register, consent, pass GitHub, and redeem the code by hand (no MCP client)."""
+    client_id = (await register(http)).json()["client_id"]
+    verifier, challenge = pkce()
+    extra = {"resource": resource} if resource else {}
+    redirect = await stack.browser().authorize(authorize_url(stack.thoughtline.url, client_id, challenge, **extra))
+    code = query_of(redirect)["code"]
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": CLIENT_REDIRECT,
+        "client_id": client_id,
+        "code_verifier": verifier,
+        **extra,
+    }
+    response = await http.post("/token", data=form)
+    assert response.status_code == 200, response.text
+    return SignedIn(client_id, response.json(), redirect)

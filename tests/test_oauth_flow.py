@@ -9,9 +9,6 @@ calls a tool, and later refreshes without signing in again.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,73 +18,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tests.fake_github import API_PREFIX, FakeGitHub
-from tests.oauth_support import (
-    CLIENT_REDIRECT,
-    Browser,
-    FakeClock,
-    RunningServer,
-    SignInClient,
-    connected,
-    make_test_ca,
-    serve,
-    thoughtline_app,
-)
+from tests.oauth_support import CLIENT_REDIRECT, TOKEN, connected, make_test_ca, running_stack, serve
 from tests.support import mcp_client, structured
-from thoughtline.config import Settings
-from thoughtline.oauth import CimdPolicy, OAuthDoor, build_oauth
+from thoughtline.oauth import CimdPolicy
 from thoughtline.oauth.provider import ACCESS_TTL_SECONDS
 
 pytestmark = pytest.mark.anyio
-
-TOKEN = "static-token-" + "y" * 40
-OWNER_LOGIN = "Owner-Login"
-
-
-@dataclass
-class Stack:
-    """Thoughtline, the fake GitHub, and the clock they share."""
-
-    thoughtline: RunningServer
-    github: RunningServer
-    fake: FakeGitHub
-    clock: FakeClock
-    door: OAuthDoor
-    settings: Settings
-
-    def browser(self, decision: str = "allow") -> Browser:
-        """A fresh browser that stays within Thoughtline and GitHub."""
-        return Browser(stops=(self.thoughtline.url, self.github.url), decision=decision)
-
-    def sign_in_client(self, path: str = "/mcp-compat", client_metadata_url: str | None = None) -> SignInClient:
-        """An MCP client for `path` that signs in through a fresh browser."""
-        return SignInClient(self.thoughtline.url + path, self.browser(), client_metadata_url=client_metadata_url)
-
-
-@asynccontextmanager
-async def running_stack(
-    tmp_path: Path, *, cimd: CimdPolicy | None = None, allowed: tuple[str, ...] = ("owner-login", "friend")
-) -> AsyncIterator[Stack]:
-    """Start the fake GitHub and Thoughtline (with the OAuth door) on loopback ports."""
-    fake = FakeGitHub()
-    with serve(fake.app()) as github:
-        settings = Settings(
-            data_dir=tmp_path / "data",
-            api_token=TOKEN,
-            github_client_id=fake.client_id,
-            github_client_secret=fake.client_secret,
-            allowed_github_logins=allowed,
-            owner_login=OWNER_LOGIN,
-            github_base_url=github.url,
-            github_api_url=github.url + API_PREFIX,
-        )
-        clock = FakeClock(time.time())
-        door = build_oauth(settings, clock, cimd=cimd)
-        try:
-            with serve(thoughtline_app(settings, clock, door)) as thoughtline:
-                yield Stack(thoughtline, github, fake, clock, door, settings)
-        finally:
-            await door.aclose()
 
 
 def first_thought(text: str) -> dict[str, Any]:
