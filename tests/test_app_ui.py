@@ -280,6 +280,45 @@ def test_a_mid_sequence_card_shows_only_its_own_thought(harness: Harness) -> Non
     assert harness.host("host.toolCalls") == []
 
 
+def test_branch_and_revision_cards_carry_their_badges(harness: Harness) -> None:
+    steps = [
+        step(1, 3, "Pick a storage engine."),
+        step(2, 3, "Try the `lsm` route.", branchId="lsm", branchFromThought=1),
+        step(2, 3, "Rethink step 1: reads dominate.", isRevision=True, revisesThought=1),
+    ]
+    _, calls = write_thoughts(harness.call_tool, steps)
+    app = harness.app
+
+    harness.mount(card_scenario(calls[1]))
+    expect(app.locator("#card-head .chip.branch")).to_have_text("lsm · from thought 1", timeout=WAIT_MS)
+    expect(app.locator("#card-head .chip.revision")).to_have_count(0)
+    harness.screenshot("branch-card")
+
+    harness.mount(card_scenario(calls[2]))
+    expect(app.locator("#card-head .chip.revision")).to_have_text("revises thought 1", timeout=WAIT_MS)
+    expect(app.locator("#card-head .chip.branch")).to_have_count(0)
+    expect(app.locator("#card-title")).to_have_text("Thought 2 / 3")
+    harness.screenshot("revision-card")
+
+
+def test_a_card_for_a_history_call_draws_the_page_it_was_given(harness: Harness) -> None:
+    steps = [step(1, 2, "One."), step(2, 2, "Two.", nextThoughtNeeded=False)]
+    sequence_id, _ = write_thoughts(harness.call_tool, steps)
+    arguments = {"sequenceId": sequence_id}
+    harness.mount(
+        {
+            "toolInput": arguments,
+            "toolResult": harness.call_tool("get_thought_history", arguments),
+            "hostContext": {},
+            "appTools": ["get_thought_history"],
+        }
+    )
+    expect(harness.app.locator("li.step")).to_have_count(2, timeout=WAIT_MS)
+    expect(harness.app.locator("#card-title")).to_have_text("Thought history")
+    harness.teardown()
+    assert harness.host("host.toolCalls") == []
+
+
 def test_the_final_card_renders_every_thought_in_order_with_lanes_and_links(harness: Harness) -> None:
     sequence_id, calls = write_thoughts(harness.call_tool, long_process())
     stored = harness.call_tool("get_thought_history", {"sequenceId": sequence_id, "limit": 100})
