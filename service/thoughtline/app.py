@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from thoughtline.clock import Clock, SystemClock
 from thoughtline.config import Settings, settings_from_process_env
 from thoughtline.eras import ModernOnly
 from thoughtline.guards import AccessLog, HostOriginGuard
+from thoughtline.oauth import OAuthDoor, build_oauth
 from thoughtline.stores import StoreRouter
 from thoughtline.tools import ToolRegistry, ToolSpec, core_tools
 
@@ -121,10 +123,18 @@ def _allowed_hosts(settings: Settings) -> list[str]:
     return hosts
 
 
+def _with_oauth_door(settings: Settings, clock: Clock, extras: Extras) -> tuple[Extras, OAuthDoor | None]:
+    """Mount the OAuth door (issue 3) unless the caller brought its own verifier (tests do)."""
+    if extras.verifier is not None:
+        return extras, None
+    door = build_oauth(settings, clock)
+    return dataclasses.replace(extras, routes=[*extras.routes, *door.routes], verifier=door.verify), door
+
+
 def create_app(settings: Settings, *, clock: Clock | None = None, extras: Extras | None = None) -> Starlette:
     """Build the whole service for `settings`; `clock` and `extras` are the outside boundaries."""
     clock = clock or SystemClock()
-    extras = extras or Extras()
+    extras, oauth_door = _with_oauth_door(settings, clock, extras or Extras())
     router = StoreRouter(
         settings.data_dir,
         settings.journal,
@@ -202,6 +212,8 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extras: Extras
                 with contextlib.suppress(asyncio.CancelledError):
                     await sweeper
                 await router.close_all()
+                if oauth_door is not None:
+                    await oauth_door.aclose()
 
     routes: list[BaseRoute] = [
         Route("/", index, methods=["GET"]),
