@@ -24,7 +24,6 @@ from playwright.sync_api import (
     Browser,
     FrameLocator,
     Page,
-    Playwright,
     Request,
     Route,
     expect,
@@ -142,7 +141,6 @@ def call_tool(app_server: ChildServer) -> Iterator[ToolCall]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    playwright: Playwright
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield chromium
@@ -172,8 +170,8 @@ def harness(browser: Browser, call_tool: ToolCall) -> Iterator[Harness]:
             route.fulfill(status=200, content_type="application/json", body=json.dumps(result))
         elif path in ("/", "/host.html"):
             route.fulfill(status=200, content_type="text/html", body=HOST_PAGE.read_text(encoding="utf-8"))
-        else:
-            block(route)
+        else:  # e.g. the browser's own /favicon.ico: the harness origin, so not a leak
+            route.fulfill(status=404, body="")
 
     def seen(request: Request) -> None:
         if request.frame.parent_frame is not None:
@@ -376,6 +374,11 @@ def test_the_final_card_renders_every_thought_in_order_with_lanes_and_links(harn
     expect(app.locator('li.step[data-index="5"] details')).to_have_attribute("open", "")
     expect(app.locator('li.step[data-index="5"] summary')).to_be_focused()
     harness.screenshot("final-card-revision-link")
+
+    # The same process in the host's dark theme, switched live.
+    harness.page.evaluate("() => host.changeContext({theme: 'dark'})")
+    expect(app.locator("html")).to_have_css("color-scheme", "dark")
+    harness.screenshot("final-card-process-dark")
 
 
 def test_the_app_sends_no_network_requests_and_the_counter_would_see_one(harness: Harness) -> None:
