@@ -299,6 +299,24 @@ def test_branch_and_revision_cards_carry_their_badges(harness: Harness) -> None:
     harness.screenshot("revision-card")
 
 
+def test_long_text_and_long_names_wrap_in_a_narrow_host(harness: Harness) -> None:
+    unbroken = "x" * 400
+    branch = "b" * 128
+    steps = [
+        step(1, 2, f"A long token: {unbroken} and a long span `{unbroken}`."),
+        step(2, 2, f"Fenced:\n```\n{unbroken}\n```", branchId=branch, branchFromThought=1, nextThoughtNeeded=False),
+    ]
+    _, calls = write_thoughts(harness.call_tool, steps)
+    harness.page.evaluate("() => { document.getElementById('app').style.width = '360px'; }")
+    harness.mount(card_scenario(calls[-1]))
+    app = harness.app
+    expect(app.locator("li.step")).to_have_count(2, timeout=WAIT_MS)
+    app.locator("button", has_text="Expand all").click()
+    overflow = app.locator("html").evaluate("h => h.scrollWidth - h.clientWidth")
+    assert overflow == 0
+    harness.screenshot("narrow-host")
+
+
 def test_a_card_for_a_history_call_draws_the_page_it_was_given(harness: Harness) -> None:
     steps = [step(1, 2, "One."), step(2, 2, "Two.", nextThoughtNeeded=False)]
     sequence_id, _ = write_thoughts(harness.call_tool, steps)
