@@ -100,11 +100,13 @@ class ChildServer:
         return self.log_path.read_text(errors="replace")
 
 
-def start_child(data_dir: Path, token: str = TOKEN, extra_env: Mapping[str, str] | None = None) -> ChildServer:
-    """Start a real server process and wait until it answers /healthz."""
+def start_child(data_dir: Path, token: str | None = TOKEN, extra_env: Mapping[str, str] | None = None) -> ChildServer:
+    """Start a real server process and wait until it answers /healthz (token None: let it generate one)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THOUGHTLINE_", "MCP_API_TOKEN"))}
-    env.update({"THOUGHTLINE_DATA_DIR": str(data_dir), "MCP_API_TOKEN": token, "PYTHONUNBUFFERED": "1"})
+    env.update({"THOUGHTLINE_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"})
+    if token is not None:
+        env["MCP_API_TOKEN"] = token
     env.update(extra_env or {})
     log_path = data_dir.parent / f"server-{port}.log"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -115,7 +117,7 @@ def start_child(data_dir: Path, token: str = TOKEN, extra_env: Mapping[str, str]
             stderr=subprocess.STDOUT,
             env=env,
         )
-    child = ChildServer(process, port, token, data_dir, log_path)
+    child = ChildServer(process, port, token or "", data_dir, log_path)
     wait_healthy(child)
     return child
 

@@ -60,7 +60,7 @@ class Authenticator:
         scheme, _, token = header.partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
-            return None, bool(header)
+            return None, False
         if self._static is not None and hmac.compare_digest(_digest(token), self._static):
             return Principal(user_key=OWNER_KEY, via="token"), True
         if self._verifier is not None and len(token) <= 4096:
@@ -74,7 +74,7 @@ class Authenticator:
         value = f'Bearer resource_metadata="{url}"'
         if token_sent:
             value += (
-                ', error="invalid_token", error_description="The access token is missing, expired or not valid here"'
+                ', error="invalid_token", error_description="The access token is expired or not valid here"'
             )
             body = {
                 "error": "invalid_token",

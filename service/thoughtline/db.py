@@ -127,7 +127,7 @@ class Writer:
         """Call `hook` in the writer thread after every successful commit (e.g. to wake an indexer)."""
         self._on_commit = hook
 
-    def start(self, prepare: Callable[[apsw.Connection], None]) -> None:
+    def start(self, prepare: Callable[[apsw.Connection], object]) -> None:
         """Open the connection in the writer thread and run `prepare` (migrations) there, once."""
         self._prepare = prepare
         self._thread.start()

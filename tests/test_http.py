@@ -1,0 +1,141 @@
+"""The HTTP surface: self-description, health, the 401 challenge, Host/Origin, body size, eras."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from tests.support import TOKEN, ThreadServer, mcp_client, structured
+
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def test_root_describes_the_service(server: ThreadServer) -> None:
+    body = httpx.get(server.base_url + "/").json()
+    assert body["name"] == "thoughtline"
+    assert "sequentialthinking" in body["tools"]
+    assert set(body["endpoints"]) >= {"mcp", "mcp-compat", "health"}
+
+
+def test_health_is_open_and_deep_health_needs_auth(server: ThreadServer) -> None:
+    assert httpx.get(server.base_url + "/healthz").json()["ok"] is True
+    denied = httpx.get(server.base_url + "/healthz?deep=1")
+    assert denied.status_code == 401
+    assert "resource_metadata=" in denied.headers["www-authenticate"]
+    deep = httpx.get(server.base_url + "/healthz?deep=1", headers=AUTH).json()
+    assert deep["ok"] is True
+    assert deep["store"]["current"] is True
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/mcp-compat"])
+@pytest.mark.parametrize("auth", [None, "Bearer wrong-token", "Basic abc", "Bearer", "Bearer " + "x" * 5000])
+def test_missing_or_bad_tokens_get_401_pointing_at_the_path_metadata(
+    server: ThreadServer, path: str, auth: str | None
+) -> None:
+    headers = {**MCP_HEADERS, **({"Authorization": auth} if auth else {})}
+    response = httpx.post(server.base_url + path, json=INIT, headers=headers)
+    assert response.status_code == 401
+    challenge = response.headers["www-authenticate"]
+    expected = f'resource_metadata="{server.base_url}/.well-known/oauth-protected-resource{path}"'
+    assert challenge.startswith(f"Bearer {expected}")
+    assert ("invalid_token" in challenge) == (auth is not None and auth.startswith("Bearer ") and len(auth) > 7)
+    assert response.json()["error"] in ("invalid_token", "unauthorized")
+
+
+def test_public_url_fixes_the_origin_in_the_challenge(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from tests.support import serve_in_thread
+    from thoughtline.app import create_app
+    from thoughtline.config import Settings
+
+    settings = Settings(data_dir=Path(str(tmp_path)) / "d", api_token=TOKEN, public_url="https://thoughts.example.com")
+    with serve_in_thread(create_app(settings)) as running:
+        response = httpx.post(running.base_url + "/mcp", json=INIT, headers=MCP_HEADERS)
+        assert (
+            'resource_metadata="https://thoughts.example.com/.well-known/oauth-protected-resource/mcp"'
+            in response.headers["www-authenticate"]
+        )
+
+
+@pytest.mark.parametrize(
+    ("headers", "error"),
+    [
+        ({"Host": "evil.example"}, "forbidden_host"),
+        ({"Host": "127.0.0.1:1@evil"}, "forbidden_host"),
+        ({"Origin": "http://evil.example"}, "forbidden_origin"),
+        ({"Origin": "null"}, "forbidden_origin"),
+    ],
+)
+def test_foreign_host_or_origin_is_refused_with_403(server: ThreadServer, headers: dict[str, str], error: str) -> None:
+    for path in ("/mcp-compat", "/healthz"):
+        response = httpx.post(server.base_url + path, json=INIT, headers={**MCP_HEADERS, **AUTH, **headers})
+        assert response.status_code == 403
+        assert response.json()["error"] == error
+
+
+def test_own_origin_is_allowed(server: ThreadServer) -> None:
+    headers = {**MCP_HEADERS, **AUTH, "Origin": f"http://localhost:{server.port}"}
+    assert httpx.post(server.base_url + "/mcp-compat", json=INIT, headers=headers).status_code == 200
+
+
+def test_oversized_body_is_refused_before_parsing(server: ThreadServer) -> None:
+    body = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"x":"' + b"a" * 2_000_000 + b'"}}'
+    response = httpx.post(server.base_url + "/mcp-compat", content=body, headers={**MCP_HEADERS, **AUTH})
+    assert response.status_code == 413
+    assert "THOUGHTLINE_MAX_BODY_BYTES" in response.json()["message"]
+
+
+def test_modern_endpoint_refuses_a_2025_handshake_with_32022(server: ThreadServer) -> None:
+    response = httpx.post(server.base_url + "/mcp", json=INIT, headers={**MCP_HEADERS, **AUTH})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == -32022
+    assert error["data"]["supported"] == ["2026-07-28"]
+    assert "/mcp-compat" in error["message"]
+    assert response.json()["id"] == 1
+
+
+def test_compat_endpoint_serves_the_2025_handshake(server: ThreadServer) -> None:
+    response = httpx.post(server.base_url + "/mcp-compat", json=INIT, headers={**MCP_HEADERS, **AUTH})
+    assert response.status_code == 200
+    assert response.json()["result"]["protocolVersion"] == "2025-06-18"
+    assert "mcp-session-id" not in response.headers
+
+
+@pytest.mark.anyio
+async def test_sdk_client_in_legacy_mode_cannot_use_the_modern_endpoint(server: ThreadServer) -> None:
+    refusal = pytest.RaisesExc(MCPError, check=lambda e: e.code == -32022)
+    with pytest.RaisesGroup(refusal, flatten_subgroups=True):
+        async with mcp_client(server.base_url, path="/mcp", mode="legacy"):
+            pass
+
+
+@pytest.mark.anyio
+async def test_malformed_json_rpc_never_yields_a_500(server: ThreadServer) -> None:
+    async with httpx.AsyncClient(base_url=server.base_url, headers={**MCP_HEADERS, **AUTH}) as http:
+        for body in (b"", b"{", b"[]", b"null", b'{"jsonrpc":"2.0"}', json.dumps({"method": 5}).encode()):
+            for path in ("/mcp-compat", "/mcp"):
+                extra = {"MCP-Protocol-Version": "2026-07-28"} if path == "/mcp" else {}
+                response = await http.post(path, content=body, headers=extra)
+                assert response.status_code < 500, (path, body, response.text)
+
+
+@pytest.mark.anyio
+async def test_both_eras_reach_the_same_store(server: ThreadServer) -> None:
+    async with mcp_client(server.base_url) as old:
+        args = {"thought": "shared", "nextThoughtNeeded": True, "thoughtNumber": 1, "totalThoughts": 1}
+        seq = structured(await old.call_tool("sequentialthinking", args))["sequenceId"]
+    async with mcp_client(server.base_url, path="/mcp", mode="2026-07-28") as new:
+        page = structured(await new.call_tool("get_thought_history", {"sequenceId": seq}))
+    assert page["thoughts"][0]["thought"] == "shared"
