@@ -15,8 +15,8 @@ from thoughtline.oauth.context import SIGNIN_COOKIE, DoorContext
 from thoughtline.oauth.github import GitHubError
 from thoughtline.oauth.pages import error_page
 from thoughtline.oauth.provider import CODE_TTL_SECONDS
+from thoughtline.oauth.records import new_secret
 from thoughtline.oauth.signing import GITHUB_STATE, InvalidSignedValue, digest, same
-from thoughtline.oauth.storage import new_secret
 from thoughtline.oauth.urls import CALLBACK_PATH, granted_resources
 
 logger = logging.getLogger(__name__)

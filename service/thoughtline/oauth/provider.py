@@ -26,8 +26,9 @@ from thoughtline.clock import Clock
 from thoughtline.config import Settings
 from thoughtline.oauth.cimd import CimdPolicy, fetch_client, is_metadata_url
 from thoughtline.oauth.clients import redirect_uris_problem
+from thoughtline.oauth.records import Grant, Issued
 from thoughtline.oauth.signing import PENDING, Signer, digest
-from thoughtline.oauth.storage import AuthStore, Grant, Issued
+from thoughtline.oauth.storage import AuthStore
 from thoughtline.oauth.urls import CONSENT_PATH
 
 ACCESS_TTL_SECONDS = 900.0

@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import anyio
 import apsw
@@ -23,148 +22,22 @@ import apsw
 from thoughtline.config import Journal
 from thoughtline.db import ReadPool, Writer
 from thoughtline.identity import OWNER_KEY, github_user_key
-from thoughtline.migrations import Migration, migrate
+from thoughtline.oauth.records import (
+    CodeRecord,
+    Redeem,
+    TokenRecord,
+    grant_from_row,
+    mint,
+    prepare,
+    prune,
+    revoke,
+)
 from thoughtline.oauth.signing import digest
 
 T = TypeVar("T")
 
 AUTH_DIR = "_auth"
 AUTH_FILE = "auth.sqlite3"
-
-SCHEMA = """
-CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-INSERT INTO secrets(name, value) VALUES ('signing_key', lower(hex(randomblob(32))));
-CREATE TABLE clients (client_id TEXT PRIMARY KEY, info TEXT NOT NULL, created_at REAL NOT NULL) WITHOUT ROWID;
-CREATE TABLE client_documents (
-    url TEXT PRIMARY KEY, info TEXT NOT NULL, expires_at REAL NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE owner (
-    id INTEGER PRIMARY KEY CHECK (id = 1), account_id INTEGER NOT NULL, login TEXT NOT NULL,
-    pinned_at REAL NOT NULL
-);
-CREATE TABLE grants (
-    id TEXT PRIMARY KEY, client_id TEXT NOT NULL, user_key TEXT NOT NULL, account_id INTEGER NOT NULL,
-    login TEXT NOT NULL, resources TEXT NOT NULL, scopes TEXT NOT NULL, created_at REAL NOT NULL,
-    revoked_at REAL, revoked_reason TEXT
-) WITHOUT ROWID;
-CREATE TABLE codes (
-    hash TEXT PRIMARY KEY, grant_id TEXT NOT NULL REFERENCES grants(id) ON DELETE CASCADE,
-    redirect_uri TEXT NOT NULL, redirect_explicit INTEGER NOT NULL, code_challenge TEXT NOT NULL,
-    expires_at REAL NOT NULL, used_at REAL
-) WITHOUT ROWID;
-CREATE INDEX codes_by_grant ON codes(grant_id);
-CREATE TABLE tokens (
-    hash TEXT PRIMARY KEY, kind TEXT NOT NULL CHECK (kind IN ('access', 'refresh')),
-    grant_id TEXT NOT NULL REFERENCES grants(id) ON DELETE CASCADE, resources TEXT NOT NULL,
-    expires_at REAL NOT NULL, used_at REAL
-) WITHOUT ROWID;
-CREATE INDEX tokens_by_grant ON tokens(grant_id);
-"""
-
-
-def _schema(conn: apsw.Connection) -> None:
-    conn.execute(SCHEMA)
-
-
-AUTH_MIGRATIONS = (Migration("auth_0001_core", _schema),)
-
-# Revoked or expired rows are kept this long after they stop mattering, so reuse of an old code or
-# refresh token is still recognised (and punished) for a while, then pruned.
-KEEP_DEAD_ROWS_SECONDS = 7 * 24 * 3600
-
-
-@dataclass(frozen=True)
-class Grant:
-    """One sign-in's authorization: who, for which client, for which resources."""
-
-    id: str
-    client_id: str
-    user_key: str
-    account_id: int
-    login: str
-    resources: tuple[str, ...]
-    scopes: tuple[str, ...]
-    revoked: bool
-
-
-@dataclass(frozen=True)
-class CodeRecord:
-    """An authorization code as stored (the code itself is known only to the client)."""
-
-    grant: Grant
-    redirect_uri: str
-    redirect_explicit: bool
-    code_challenge: str
-    expires_at: float
-    used: bool
-
-
-@dataclass(frozen=True)
-class TokenRecord:
-    """An access or refresh token as stored."""
-
-    kind: Literal["access", "refresh"]
-    grant: Grant
-    resources: tuple[str, ...]
-    expires_at: float
-    used: bool
-
-
-@dataclass(frozen=True)
-class Issued:
-    """A freshly minted token pair; the plaintext exists only here and in the HTTP response."""
-
-    access_token: str
-    refresh_token: str
-    access_expires_at: float
-    resources: tuple[str, ...]
-
-
-Redeem = Issued | Literal["reused", "missing"]
-
-
-def _grant(row: tuple[object, ...]) -> Grant:
-    return Grant(
-        id=str(row[0]),
-        client_id=str(row[1]),
-        user_key=str(row[2]),
-        account_id=int(str(row[3])),
-        login=str(row[4]),
-        resources=tuple(json.loads(str(row[5]))),
-        scopes=tuple(json.loads(str(row[6]))),
-        revoked=row[7] is not None,
-    )
-
-
-def new_secret(prefix: str) -> str:
-    """A bearer secret with 256 random bits; the prefix makes leaked ones easy to recognise."""
-    return prefix + secrets.token_urlsafe(32)
-
-
-def _mint(
-    conn: apsw.Connection,
-    grant_id: str,
-    resources: tuple[str, ...],
-    now: float,
-    access_ttl: float,
-    refresh_ttl: float,
-) -> Issued:
-    access, refresh = new_secret("tla_"), new_secret("tlr_")
-    conn.execute(
-        "INSERT INTO tokens(hash, kind, grant_id, resources, expires_at) VALUES (?, 'access', ?, ?, ?),"
-        " (?, 'refresh', ?, ?, ?)",
-        (
-            digest(access),
-            grant_id,
-            json.dumps(resources),
-            now + access_ttl,
-            digest(refresh),
-            grant_id,
-            json.dumps(resources),
-            now + refresh_ttl,
-        ),
-    )
-    return Issued(access, refresh, now + access_ttl, resources)
 
 
 class AuthStore:
@@ -183,7 +56,7 @@ class AuthStore:
             if self._writer is None or self._reader is None:
                 self._path.parent.mkdir(parents=True, exist_ok=True)
                 writer = Writer(self._path, self._journal)
-                await anyio.to_thread.run_sync(writer.start, _prepare)
+                await anyio.to_thread.run_sync(writer.start, prepare)
                 self._writer, self._reader = writer, ReadPool(self._path, self._journal)
             return self._writer, self._reader
 
@@ -323,7 +196,7 @@ class AuthStore:
                     now + code_ttl,
                 ),
             )
-            _prune(conn, now)
+            prune(conn, now)
 
         await self._write(run)
 
@@ -340,7 +213,7 @@ class AuthStore:
             if row is None:
                 return None
             return CodeRecord(
-                grant=_grant(row[:8]),
+                grant=grant_from_row(row[:8]),
                 redirect_uri=str(row[8]),
                 redirect_explicit=bool(row[9]),
                 code_challenge=str(row[10]),
@@ -361,10 +234,10 @@ class AuthStore:
                 return "missing"
             grant_id = str(row[0])
             if row[1] is not None:
-                _revoke(conn, grant_id, "authorization code reused", now)
+                revoke(conn, grant_id, "authorization code reused", now)
                 return "reused"
             conn.execute("UPDATE codes SET used_at = ? WHERE hash = ?", (now, code_hash))
-            return _mint(conn, grant_id, resources, now, access_ttl, refresh_ttl)
+            return mint(conn, grant_id, resources, now, access_ttl, refresh_ttl)
 
         return await self._write(run)
 
@@ -384,7 +257,7 @@ class AuthStore:
                 return None
             return TokenRecord(
                 kind="access" if row[8] == "access" else "refresh",
-                grant=_grant(row[:8]),
+                grant=grant_from_row(row[:8]),
                 resources=tuple(json.loads(str(row[9]))),
                 expires_at=float(str(row[10])),
                 used=row[11] is not None,
@@ -409,40 +282,15 @@ class AuthStore:
                 return "missing"
             grant_id = str(row[0])
             if row[1] is not None:
-                _revoke(conn, grant_id, "refresh token reused", now)
+                revoke(conn, grant_id, "refresh token reused", now)
                 return "reused"
             # Earlier access tokens are left to expire on their own (they are short-lived): cutting
             # them off would fail requests already in flight while the client refreshes.
             conn.execute("UPDATE tokens SET used_at = ? WHERE hash = ?", (now, token_hash))
-            return _mint(conn, grant_id, resources, now, access_ttl, refresh_ttl)
+            return mint(conn, grant_id, resources, now, access_ttl, refresh_ttl)
 
         return await self._write(run)
 
     async def revoke_grant(self, grant_id: str, reason: str, now: float) -> None:
         """Revoke a grant: every code and token it issued stops working at once."""
-        await self._write(lambda c: _revoke(c, grant_id, reason, now))
-
-
-def _revoke(conn: apsw.Connection, grant_id: str, reason: str, now: float) -> None:
-    conn.execute(
-        "UPDATE grants SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
-        (now, reason, grant_id),
-    )
-
-
-def _prune(conn: apsw.Connection, now: float) -> None:
-    cutoff = now - KEEP_DEAD_ROWS_SECONDS
-    conn.execute("DELETE FROM grants WHERE revoked_at IS NOT NULL AND revoked_at < ?", (cutoff,))
-    conn.execute("DELETE FROM codes WHERE expires_at < ?", (cutoff,))
-    conn.execute("DELETE FROM tokens WHERE expires_at < ?", (cutoff,))
-    conn.execute(
-        "DELETE FROM grants WHERE revoked_at IS NULL AND created_at < ? AND NOT EXISTS"
-        " (SELECT 1 FROM tokens t WHERE t.grant_id = grants.id) AND NOT EXISTS"
-        " (SELECT 1 FROM codes c WHERE c.grant_id = grants.id)",
-        (cutoff,),
-    )
-    conn.execute("DELETE FROM client_documents WHERE expires_at < ?", (now,))
-
-
-def _prepare(conn: apsw.Connection) -> None:
-    migrate(conn, AUTH_MIGRATIONS)
+        await self._write(lambda c: revoke(c, grant_id, reason, now))
