@@ -1,0 +1,58 @@
+"""Sequence lifecycle SQL: changing a sequence's status and listing sequences for discovery.
+
+The status column itself is written by the core write path too (a final thought completes a
+sequence, a later thought reopens it); this module only holds the explicit transitions of
+`manage_sequence` and the listing behind its discovery action.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apsw
+
+
+@dataclass(frozen=True)
+class SequenceSummary:
+    """One sequence as the discovery list shows it."""
+
+    sequence_id: str
+    title: str
+    status: str
+    thought_count: int
+    parent_sequence_id: str | None
+    created_at: int
+    updated_at: int
+
+
+def set_status(conn: apsw.Connection, sequence_id: str, status: str, now_ms: int) -> bool:
+    """Set a sequence's status; False when no such sequence exists in this store."""
+    conn.execute(
+        "UPDATE sequences SET status = ?, updated_at = max(updated_at, ?) WHERE public_id = ?",
+        (status, now_ms, sequence_id),
+    )
+    return conn.changes() > 0
+
+
+def list_sequences(
+    conn: apsw.Connection, status: str | None, limit: int, before_ms: int | None = None
+) -> list[SequenceSummary]:
+    """Most recently updated sequences first, optionally of one status or updated before a time."""
+    found = conn.execute(
+        "SELECT public_id, title, status, thought_count, parent_public_id, created_at, updated_at "
+        "FROM sequences WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR updated_at < ?2) "
+        "ORDER BY updated_at DESC, id DESC LIMIT ?3",
+        (status, before_ms, limit),
+    )
+    return [
+        SequenceSummary(
+            sequence_id=str(r[0]),
+            title=str(r[1]),
+            status=str(r[2]),
+            thought_count=int(r[3]),
+            parent_sequence_id=None if r[4] is None else str(r[4]),
+            created_at=int(r[5]),
+            updated_at=int(r[6]),
+        )
+        for r in found
+    ]

@@ -1,0 +1,203 @@
+"""Pure search logic: FTS5 query building, score fusion, snippets and abstention.
+
+Nothing here touches SQLite or the model, so every rule is tested directly. The store queries
+live in `search_store.py`; `retrieval.py` wires the two together.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+# Words that carry no topic in a question. Kept small: porter stemming already folds most
+# inflections, and dropping a real topic word costs more recall than an extra OR term costs rank.
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its itself
+    just me more most my myself no nor not now of off on once only or other our ours ourselves out
+    over own same she should so some such than that the their theirs them themselves then there
+    these they this those through to too under until up very was we were what when where which
+    while who whom why will with would you your yours yourself yourselves ever also did does
+    kind sort thing things get got go going went gone like likely lot lots many much make made
+    one ones something anything way ways would could might shall may must us let lets yes
+    """.split()  # noqa: SIM905  # a word list reads better as prose than as 170 quoted strings
+)
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def tokens(text: str) -> list[str]:
+    """Split text into lowercase word tokens the way unicode61 roughly does."""
+    return [t.lower() for t in _TOKEN.findall(text)]
+
+
+def quote_term(term: str) -> str:
+    """Quote one term as an FTS5 string: double quotes inside are doubled, so nothing is syntax."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts_escape(text: str) -> str | None:
+    """Match every word of `text` (implicit AND), each quoted; None when there is no word at all."""
+    words = tokens(text)
+    if not words:
+        return None
+    return " ".join(quote_term(w) for w in words)
+
+
+def content_terms(text: str) -> list[str]:
+    """The distinct non-stopword terms of a query, in order; all words when every one is a stopword."""
+    words = tokens(text)
+    kept = [w for w in words if w not in STOPWORDS]
+    seen: dict[str, None] = {}
+    for w in kept or words:
+        seen.setdefault(w, None)
+    return list(seen)
+
+
+def natural_query(text: str, extra_terms: Iterable[str] = ()) -> str | None:
+    """An OR query of the question's content words (plus feedback terms); None when empty.
+
+    A real question rarely has every word in one thought, so the strict AND of `fts_escape`
+    finds nothing; BM25 over an OR still ranks thoughts holding more and rarer terms first.
+    """
+    terms = content_terms(text)
+    for extra in extra_terms:
+        if extra not in terms:
+            terms.append(extra)
+    if not terms:
+        return None
+    return " OR ".join(quote_term(t) for t in terms)
+
+
+def minmax(scores: Mapping[int, float]) -> dict[int, float]:
+    """Rescale scores to [0, 1]; a single candidate (or all equal) maps to 1."""
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    span = high - low
+    if span <= 0:
+        return dict.fromkeys(scores, 1.0)
+    return {key: (value - low) / span for key, value in scores.items()}
+
+
+def fuse_weighted(keyword: Mapping[int, float], dense: Mapping[int, float], dense_weight: float) -> dict[int, float]:
+    """Weighted sum of min-max-normalised keyword (higher = better) and dense scores.
+
+    A candidate missing from one side scores 0 there. On LoCoMo this beat RRF, which throws
+    away how far ahead the best keyword match is (issue 5).
+    """
+    kw, dn = minmax(keyword), minmax(dense)
+    return {key: (1.0 - dense_weight) * kw.get(key, 0.0) + dense_weight * dn.get(key, 0.0) for key in set(kw) | set(dn)}
+
+
+def fuse_rrf(rankings: Sequence[Sequence[int]], k: int = 60) -> dict[int, float]:
+    """Reciprocal rank fusion of several best-first id lists (kept for the evaluation's comparison)."""
+    fused: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, key in enumerate(ranking):
+            fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank + 1)
+    return fused
+
+
+def group_boost(
+    scores: Mapping[int, float], group_of: Mapping[int, int], weight: float, top: int = 3
+) -> dict[int, float]:
+    """Add `weight` times the group's mean of its best `top` scores to each candidate.
+
+    A thought in a sequence that holds several strong matches is more likely the answer than an
+    isolated one with the same score: the sequence is about the topic.
+    """
+    if weight <= 0:
+        return dict(scores)
+    by_group: dict[int, list[float]] = {}
+    for key, value in scores.items():
+        by_group.setdefault(group_of.get(key, -key), []).append(value)
+    strength = {g: sum(sorted(v, reverse=True)[:top]) / top for g, v in by_group.items()}
+    return {key: value + weight * strength[group_of.get(key, -key)] for key, value in scores.items()}
+
+
+def feedback_terms(
+    documents: Sequence[str],
+    query_terms: Iterable[str],
+    document_frequency: Mapping[str, int],
+    total: int,
+    n: int,
+) -> list[str]:
+    """Pseudo-relevance feedback: the `n` terms most characteristic of the top documents.
+
+    Terms are weighted by their count across `documents` times their inverse document frequency
+    in the whole store, skipping stopwords, query terms, numbers and very short words.
+    """
+    if n <= 0 or not documents:
+        return []
+    skip = set(query_terms)
+    counts: dict[str, int] = {}
+    for doc in documents:
+        for word in set(tokens(doc)):
+            if len(word) < 3 or word in STOPWORDS or word in skip or word.isdigit():
+                continue
+            counts[word] = counts.get(word, 0) + 1
+    weighted = {
+        word: count * math.log(1 + total / (1 + document_frequency.get(word, 0)))
+        for word, count in counts.items()
+        if count >= 2
+    }
+    return [w for w, _ in sorted(weighted.items(), key=lambda item: (-item[1], item[0]))[:n]]
+
+
+def should_abstain(best_similarity: float | None, keyword_hits: int, threshold: float) -> bool:
+    """Say nothing is stored when no (strong) keyword match exists and the closest meaning is weak."""
+    if keyword_hits > 0:
+        return False
+    return best_similarity is None or best_similarity < threshold
+
+
+def make_snippet(body: str, terms: Sequence[str], width: int = 200) -> str:
+    """A window of about `width` characters around the densest cluster of query terms.
+
+    Falls back to the opening of the thought when no term occurs (a purely semantic match).
+    Whitespace is collapsed so the snippet reads as one line; cut ends get an ellipsis.
+    """
+    text = " ".join(body.split())
+    if len(text) <= width:
+        return text
+    wanted = {t.lower() for t in terms}
+    positions = [m.start() for m in _TOKEN.finditer(text) if _matches(m.group().lower(), wanted)]
+    start = 0
+    if positions:
+        best_count, best_start = -1, 0
+        for p in positions:
+            count = sum(1 for q in positions if p <= q < p + width)
+            if count > best_count:
+                best_count, best_start = count, p
+        # Give the first hit a little leading context, snapped to a word boundary.
+        start = max(0, best_start - width // 5)
+        if start:
+            space = text.find(" ", start)
+            start = space + 1 if 0 <= space < best_start else start
+        start = min(start, max(0, len(text) - width))
+    end = min(len(text), start + width)
+    if end < len(text):
+        space = text.rfind(" ", start, end)
+        end = space if space > start + width // 2 else end
+    return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+
+
+def _matches(word: str, wanted: set[str]) -> bool:
+    # A crude stand-in for porter stemming: "migrations" matches "migration" and vice versa.
+    return any(word == w or (len(w) > 3 and (word.startswith(w) or w.startswith(word))) for w in wanted)
+
+
+def embedding_text(body: str, previous: str | None = None, context_chars: int = 0) -> str:
+    """The text a thought is embedded as: optionally the tail of the thought before it, then itself.
+
+    A step of reasoning often leans on the one before ("that approach fails because …"); a little
+    of that context helps a paraphrased question find it.
+    """
+    if previous and context_chars > 0:
+        tail = " ".join(previous.split())[-context_chars:]
+        return f"{tail}\n{body}"
+    return body

@@ -1,0 +1,264 @@
+"""Search and vector SQL: the only queries over thoughts_fts, thought_vectors and vector_queue.
+
+Typed functions over an apsw connection, returning plain tuples and dataclasses. Callers own
+transactions: reads run inside the read pool's snapshot, writes inside the store writer's
+transaction (or `vectors.backfill`'s own, for the CLI and benchmarks).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+STATUSES = ("active", "paused", "completed", "abandoned")
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Restrictions on which thoughts a search may return; every field optional."""
+
+    sequence_id: str | None = None
+    status: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+    thread: str | None = None
+
+    @property
+    def active(self) -> bool:
+        """True when any restriction is set."""
+        return any(v is not None for v in (self.sequence_id, self.status, self.since_ms, self.until_ms, self.thread))
+
+
+@dataclass(frozen=True)
+class ThoughtRecord:
+    """What a search result needs to know about one stored thought."""
+
+    thought_id: int
+    sequence_key: int
+    sequence_id: str
+    number: int
+    branch: str | None
+    title: str
+    status: str
+    created_at: int
+    body: str
+
+
+@dataclass(frozen=True)
+class PendingThought:
+    """A thought still waiting for its vector, with the thought before it for context."""
+
+    thought_id: int
+    body: str
+    previous: str | None
+
+
+def _one(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> Any:
+    """The first column of the first row (every caller's query returns exactly one row)."""
+    return conn.execute(sql, params).fetchall()[0][0]
+
+
+def _where(filters: SearchFilters) -> tuple[str, list[object]]:
+    clauses: list[str] = []
+    params: list[object] = []
+    if filters.sequence_id is not None:
+        clauses.append("s.public_id = ?")
+        params.append(filters.sequence_id)
+    if filters.status is not None:
+        clauses.append("s.status = ?")
+        params.append(filters.status)
+    if filters.since_ms is not None:
+        clauses.append("t.created_at >= ?")
+        params.append(filters.since_ms)
+    if filters.until_ms is not None:
+        clauses.append("t.created_at <= ?")
+        params.append(filters.until_ms)
+    if filters.thread is not None:
+        # Threads restrict search, never boost it (SPEC §5); only confirmed members count.
+        clauses.append(
+            "s.id IN (SELECT m.sequence_id FROM thread_members m JOIN threads th ON th.id = m.thread "
+            "WHERE th.name = ? AND m.status = 'confirmed')"
+        )
+        params.append(filters.thread)
+    return (" AND " + " AND ".join(clauses) if clauses else ""), params
+
+
+def keyword_candidates(
+    conn: apsw.Connection, match: str, filters: SearchFilters, limit: int
+) -> list[tuple[int, float]]:
+    """Best BM25 matches for an FTS5 MATCH expression as (thought id, score), higher = better."""
+    where, params = _where(filters)
+    sql = (
+        "SELECT t.id, -bm25(thoughts_fts) AS score FROM thoughts_fts "
+        "JOIN thoughts t ON t.id = thoughts_fts.rowid JOIN sequences s ON s.id = t.sequence_id "
+        f"WHERE thoughts_fts MATCH ?{where} ORDER BY bm25(thoughts_fts) LIMIT ?"
+    )
+    return [(int(r[0]), float(r[1])) for r in conn.execute(sql, (match, *params, limit))]
+
+
+def filtered_thought_ids(conn: apsw.Connection, filters: SearchFilters) -> list[int]:
+    """Ids of every thought the filters allow (used to pre-filter KNN so it never starves)."""
+    where, params = _where(filters)
+    sql = f"SELECT t.id FROM thoughts t JOIN sequences s ON s.id = t.sequence_id WHERE 1 = 1{where}"
+    return [int(r[0]) for r in conn.execute(sql, params)]
+
+
+def vector_candidates(
+    conn: apsw.Connection, query: bytes, k: int, allowed: Sequence[int] | None = None
+) -> list[tuple[int, float]]:
+    """The k nearest stored vectors as (thought id, cosine similarity), best first.
+
+    With `allowed`, only those ids are considered (sqlite-vec applies the IN inside the scan),
+    so a narrow filter still yields k neighbours instead of k-minus-the-filtered-out.
+    """
+    if allowed is not None:
+        if not allowed:
+            return []
+        rows = conn.execute(
+            "SELECT thought_id, distance FROM thought_vectors WHERE embedding MATCH ? AND k = ? "
+            "AND thought_id IN (SELECT value FROM json_each(?))",
+            (query, k, json.dumps(list(allowed))),
+        )
+    else:
+        rows = conn.execute(
+            "SELECT thought_id, distance FROM thought_vectors WHERE embedding MATCH ? AND k = ?", (query, k)
+        )
+    return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
+
+
+def load_thoughts(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, ThoughtRecord]:
+    """Result details for the given thought ids (missing ids are simply absent)."""
+    wanted = list(ids)
+    if not wanted:
+        return {}
+    rows = conn.execute(
+        "SELECT t.id, s.id, s.public_id, t.number, b.name, s.title, s.status, t.created_at, t.body "
+        "FROM thoughts t JOIN sequences s ON s.id = t.sequence_id LEFT JOIN branches b ON b.id = t.branch "
+        "WHERE t.id IN (SELECT value FROM json_each(?))",
+        (json.dumps(wanted),),
+    )
+    return {
+        int(r[0]): ThoughtRecord(
+            thought_id=int(r[0]),
+            sequence_key=int(r[1]),
+            sequence_id=str(r[2]),
+            number=int(r[3]),
+            branch=None if r[4] is None else str(r[4]),
+            title=str(r[5]),
+            status=str(r[6]),
+            created_at=int(r[7]),
+            body=str(r[8]),
+        )
+        for r in rows
+    }
+
+
+def thread_exists(conn: apsw.Connection, name: str) -> bool:
+    """Whether a thread of this name exists (names compare case-insensitively)."""
+    return bool(conn.execute("SELECT 1 FROM threads WHERE name = ?", (name,)).fetchall())
+
+
+def thought_count(conn: apsw.Connection) -> int:
+    """How many thoughts the store holds."""
+    return int(_one(conn, "SELECT count(*) FROM thoughts"))
+
+
+# --- vectors ---------------------------------------------------------------------------------
+
+
+def pending_vector_ids(conn: apsw.Connection, limit: int = 1_000) -> list[int]:
+    """Thoughts committed without a vector yet, oldest first."""
+    return [
+        int(r[0]) for r in conn.execute("SELECT thought_id FROM vector_queue ORDER BY thought_id LIMIT ?", (limit,))
+    ]
+
+
+def pending_count(conn: apsw.Connection) -> int:
+    """How many thoughts wait for a vector."""
+    return int(_one(conn, "SELECT count(*) FROM vector_queue"))
+
+
+def pending_thoughts(conn: apsw.Connection, ids: Sequence[int]) -> list[PendingThought]:
+    """Bodies (and the preceding thought of the same sequence) of queued thoughts, in id order."""
+    rows = conn.execute(
+        "SELECT t.id, t.body, (SELECT p.body FROM thoughts p WHERE p.sequence_id = t.sequence_id "
+        "AND p.position = t.position - 1) FROM thoughts t "
+        "WHERE t.id IN (SELECT value FROM json_each(?)) ORDER BY t.id",
+        (json.dumps(list(ids)),),
+    )
+    return [PendingThought(int(r[0]), str(r[1]), None if r[2] is None else str(r[2])) for r in rows]
+
+
+def store_vectors(conn: apsw.Connection, rows: Sequence[tuple[int, bytes]]) -> int:
+    """Store vectors of queued thoughts and dequeue them; returns how many were stored.
+
+    A thought deleted (or edited) since it was read is no longer queued as it was, so its vector
+    is dropped here instead of leaving an orphan; the caller runs this inside a write transaction.
+    """
+    if not rows:
+        return 0
+    ids = [tid for tid, _ in rows]
+    queued = {
+        int(r[0])
+        for r in conn.execute(
+            "SELECT thought_id FROM vector_queue WHERE thought_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        )
+    }
+    keep = [(tid, blob) for tid, blob in rows if tid in queued]
+    if not keep:
+        return 0
+    max_id = int(_one(conn, "SELECT max_vector_id FROM search_state WHERE id = 1"))
+    for tid, blob in keep:
+        conn.execute("DELETE FROM thought_vectors WHERE thought_id = ?", (tid,))
+        conn.execute("INSERT INTO thought_vectors(thought_id, embedding) VALUES (?, ?)", (tid, blob))
+        conn.execute("DELETE FROM vector_queue WHERE thought_id = ?", (tid,))
+    lowest = min(tid for tid, _ in keep)
+    highest = max(tid for tid, _ in keep)
+    # Appends above the highest stored id can be picked up incrementally by an in-memory index;
+    # anything else (a backfilled gap) bumps the generation so it reloads.
+    bump = 1 if lowest <= max_id else 0
+    conn.execute(
+        "UPDATE search_state SET generation = generation + ?, max_vector_id = max(max_vector_id, ?) WHERE id = 1",
+        (bump, highest),
+    )
+    return len(keep)
+
+
+def vector_state(conn: apsw.Connection) -> tuple[int, int]:
+    """(generation, highest stored vector id): what an in-memory index compares to stay fresh."""
+    row: tuple[Any, ...] = conn.execute("SELECT generation, max_vector_id FROM search_state WHERE id = 1").fetchall()[0]
+    return int(row[0]), int(row[1])
+
+
+def vector_count(conn: apsw.Connection) -> int:
+    """How many vectors are stored."""
+    return int(_one(conn, "SELECT count(*) FROM thought_vectors"))
+
+
+def vectors_after(conn: apsw.Connection, after_id: int) -> list[tuple[int, bytes]]:
+    """Every stored vector with an id above `after_id`, in id order."""
+    return [
+        (int(r[0]), bytes(r[1]))
+        for r in conn.execute(
+            "SELECT thought_id, embedding FROM thought_vectors WHERE thought_id > ? ORDER BY thought_id",
+            (after_id,),
+        )
+    ]
+
+
+def reset_index(conn: apsw.Connection) -> int:
+    """Rebuild FTS from the thoughts, drop every vector and queue every thought again.
+
+    Returns the number of thoughts queued. Runs in the caller's write transaction.
+    """
+    conn.execute("INSERT INTO thoughts_fts(thoughts_fts) VALUES ('rebuild')")
+    conn.execute("DELETE FROM thought_vectors")
+    conn.execute("DELETE FROM vector_queue")
+    conn.execute("INSERT INTO vector_queue(thought_id) SELECT id FROM thoughts")
+    conn.execute("UPDATE search_state SET generation = generation + 1, max_vector_id = 0 WHERE id = 1")
+    return pending_count(conn)

@@ -1,0 +1,1 @@
+"""Golden retrieval set: realistic reasoning sequences and queries with known answers."""

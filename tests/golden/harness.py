@@ -1,0 +1,105 @@
+"""Drive the library tools the way the server does: a real store router, registry and principal.
+
+The tool registry is the one the MCP endpoints call; only the HTTP transport is skipped, so
+these tests can write and search many sequences quickly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+
+from tests.support import text
+from thoughtline.clock import Clock
+from thoughtline.embed import Embedder
+from thoughtline.identity import Principal, reset_principal, set_principal
+from thoughtline.library_tools import Library
+from thoughtline.stores import StoreRouter
+from thoughtline.tools import ToolRegistry, core_tools
+
+GOLDEN = Path(__file__).parent
+
+
+class FixedClock:
+    """A clock tests move by hand."""
+
+    def __init__(self, now: float = 1_775_000_000.0) -> None:
+        self.t = now
+
+    def now(self) -> float:
+        """The current fake time in unix seconds."""
+        return self.t
+
+
+@dataclass
+class LibraryHarness:
+    """A registry with the core and library tools over stores in one data directory."""
+
+    registry: ToolRegistry
+    router: StoreRouter
+    library: Library
+    clock: FixedClock
+    sequence_ids: dict[str, str] = field(default_factory=dict)
+
+    async def call(self, name: str, args: Mapping[str, Any], user: str = "owner") -> types.CallToolResult:
+        """Call one tool as `user`."""
+        token = set_principal(Principal(user_key=user, via="token"))
+        try:
+            return await self.registry.call(name, dict(args))
+        finally:
+            reset_principal(token)
+
+    async def ok(self, name: str, args: Mapping[str, Any], user: str = "owner") -> dict[str, Any]:
+        """Call a tool that must succeed; its structured content."""
+        result = await self.call(name, args, user)
+        assert not result.is_error, text(result)
+        assert isinstance(result.structured_content, dict)
+        return result.structured_content
+
+    async def write_sequence(self, thoughts: list[str], user: str = "owner", step_seconds: float = 60.0) -> str:
+        """Write a whole sequence through `sequentialthinking`; returns its id."""
+        seq: str | None = None
+        for number, thought in enumerate(thoughts, start=1):
+            args: dict[str, Any] = {
+                "thought": thought,
+                "thoughtNumber": number,
+                "totalThoughts": len(thoughts),
+                "nextThoughtNeeded": number < len(thoughts),
+            }
+            if seq is not None:
+                args["sequenceId"] = seq
+            seq = str((await self.ok("sequentialthinking", args, user))["sequenceId"])
+            self.clock.t += step_seconds
+        assert seq is not None
+        return seq
+
+    async def load_golden(self, user: str = "owner") -> None:
+        """Write every golden sequence and give it its recorded status."""
+        spec = json.loads((GOLDEN / "sequences.json").read_text())
+        for key, item in spec.items():
+            seq = await self.write_sequence(item["thoughts"], user)
+            self.sequence_ids[key] = seq
+            action = {"paused": "pause", "abandoned": "abandon", "active": "resume"}.get(item["status"])
+            if action:
+                await self.ok("manage_sequence", {"action": action, "sequenceId": seq}, user)
+
+
+@asynccontextmanager
+async def library_harness(data_dir: Path, embedder: Embedder, discovery: bool = True) -> AsyncIterator[LibraryHarness]:
+    """A harness whose stores live in `data_dir`; closes every store at the end."""
+    clock = FixedClock()
+    typed_clock: Clock = clock
+    router = StoreRouter(data_dir, "wal", typed_clock)
+    library = Library(lambda: embedder)
+    router.on_open.append(library.attach)
+    registry = ToolRegistry([*core_tools(), *library.tools(discovery)], router, typed_clock)
+    try:
+        yield LibraryHarness(registry, router, library, clock)
+    finally:
+        await router.close_all()

@@ -1,0 +1,62 @@
+"""The MiniLM embedder: real model, meaningful vectors, and never loaded at import or start."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from thoughtline.embed import MAX_TOKENS, MINILM_DIM, MiniLMEmbedder
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+def test_vectors_are_unit_length_float32_of_the_declared_dimension(embedder: MiniLMEmbedder) -> None:
+    vectors = embedder.embed(["first text", "a second, rather longer piece of text about databases"])
+    assert vectors.shape == (2, MINILM_DIM) == (2, embedder.dim)
+    assert vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_paraphrases_are_closer_than_unrelated_text(embedder: MiniLMEmbedder) -> None:
+    a, b, c = embedder.embed(
+        [
+            "The deploy failed because the database migration timed out.",
+            "Our release broke: the schema change took too long and was cancelled.",
+            "I planted tomatoes and basil in the garden this spring.",
+        ]
+    )
+    assert float(a @ b) > float(a @ c) + 0.3
+
+
+def test_results_keep_input_order_whatever_the_batching(embedder: MiniLMEmbedder) -> None:
+    texts = [f"note {i} " + "word " * (i * 7 % 40) for i in range(40)]
+    together = embedder.embed(texts)
+    alone = np.stack([embedder.embed([t])[0] for t in texts[:5]])
+    assert np.allclose(together[:5], alone, atol=1e-4)
+
+
+def test_long_texts_are_truncated_not_rejected(embedder: MiniLMEmbedder) -> None:
+    long = "reasoning " * (MAX_TOKENS * 4)
+    assert embedder.embed([long]).shape == (1, MINILM_DIM)
+
+
+def test_empty_input_needs_no_model() -> None:
+    fresh = MiniLMEmbedder()
+    assert fresh.embed([]).shape == (0, MINILM_DIM)
+    assert fresh._session is None
+
+
+def test_importing_the_app_and_library_does_not_load_onnxruntime_or_tokenizers() -> None:
+    code = (
+        "import sys, thoughtline.app, thoughtline.library_tools, thoughtline.vectors, thoughtline.retrieval\n"
+        "loaded = sorted(m for m in ('onnxruntime', 'tokenizers') if m in sys.modules)\n"
+        "print(','.join(loaded))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == ""

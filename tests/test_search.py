@@ -1,0 +1,333 @@
+"""Hybrid search and sequence lifecycle: pure fusion rules, then the tools over real store files."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+import numpy as np
+import pytest
+
+from tests.golden.harness import LibraryHarness, library_harness
+from tests.support import text
+from thoughtline import search, search_store, vectors
+from thoughtline.db import connect
+from thoughtline.embed import MiniLMEmbedder
+from thoughtline.stores import store_path
+
+# --- pure rules ------------------------------------------------------------------------------
+
+
+def test_minmax_maps_the_best_to_one_and_the_worst_to_zero() -> None:
+    assert search.minmax({1: 2.0, 2: 4.0, 3: 3.0}) == {1: 0.0, 2: 1.0, 3: 0.5}
+    assert search.minmax({7: 0.3}) == {7: 1.0}
+    assert search.minmax({}) == {}
+
+
+def test_weighted_fusion_scores_a_missing_side_as_zero() -> None:
+    fused = search.fuse_weighted({1: 10.0, 2: 5.0}, {2: 0.9, 3: 0.5}, dense_weight=0.6)
+    assert fused[1] == pytest.approx(0.4)  # best keyword, no vector match
+    assert fused[2] == pytest.approx(0.6)  # worst keyword, best vector
+    assert fused[3] == pytest.approx(0.0)
+
+
+def test_rrf_rewards_agreement_between_rankings() -> None:
+    fused = search.fuse_rrf([[1, 2, 3], [2, 1, 4]])
+    assert fused[1] == fused[2] > fused[3] == fused[4]
+    assert search.fuse_rrf([[5, 6], [6]])[6] > search.fuse_rrf([[5, 6], [6]])[5]
+
+
+def test_group_boost_lifts_a_thought_whose_sequence_has_other_strong_matches() -> None:
+    scores = {1: 0.5, 2: 0.5, 3: 0.9, 4: 0.9}
+    boosted = search.group_boost(scores, {1: 10, 2: 20, 3: 10, 4: 99}, weight=0.5, top=2)
+    assert boosted[1] > boosted[2]
+
+
+def test_abstain_only_without_keyword_evidence_and_with_weak_similarity() -> None:
+    assert search.should_abstain(0.1, 0, 0.25)
+    assert search.should_abstain(None, 0, 0.25)
+    assert not search.should_abstain(0.1, 1, 0.25)
+    assert not search.should_abstain(0.3, 0, 0.25)
+
+
+def test_snippet_centres_on_the_query_terms_and_marks_cuts() -> None:
+    body = "filler " * 60 + "the Debezium connector streams the binlog " + "tail " * 60
+    snippet = search.make_snippet(body, ["debezium", "binlog"], width=80)
+    assert "Debezium connector streams the binlog" in snippet
+    assert snippet.startswith("…")
+    assert snippet.endswith("…")
+    assert search.make_snippet("short   text\nhere", ["x"]) == "short text here"
+
+
+def test_embedding_text_prefixes_the_tail_of_the_previous_thought() -> None:
+    assert search.embedding_text("now", "before that", context_chars=4) == "that\nnow"
+    assert search.embedding_text("now", "before", context_chars=0) == "now"
+
+
+# --- tools over real stores ------------------------------------------------------------------
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+@pytest.fixture
+async def h(tmp_path: Path, embedder: MiniLMEmbedder) -> AsyncIterator[LibraryHarness]:
+    async with library_harness(tmp_path / "data", embedder) as harness:
+        yield harness
+
+
+def _db(h: LibraryHarness, tmp_path: Path, user: str = "owner") -> apsw.Connection:
+    return connect(store_path(tmp_path / "data", user), "wal", readonly=True)
+
+
+def _count(conn: apsw.Connection, sql: str) -> int:
+    row: tuple[Any, ...] = conn.execute(sql).fetchall()[0]
+    return int(row[0])
+
+
+async def search_for(h: LibraryHarness, query: str, user: str = "owner", **extra: Any) -> dict[str, Any]:
+    return await h.ok("search_thoughts", {"query": query, **extra}, user)
+
+
+async def test_a_written_thought_is_found_by_meaning_with_its_ids_and_raw_similarity(h: LibraryHarness) -> None:
+    seq = await h.write_sequence(
+        ["Plan the quarter.", "The nightly export job crashes because the disk fills up with temp files."]
+    )
+    out = await search_for(h, "batch process dies when storage runs out of space")
+    top = out["results"][0]
+    assert (top["sequenceId"], top["thoughtNumber"], top["branchId"]) == (seq, 2, None)
+    assert top["title"] == "Plan the quarter."
+    assert top["status"] == "completed"
+    assert top["createdAt"].endswith("Z")
+    assert 0.25 < top["similarity"] <= 1.0
+    assert out["abstained"] is False
+
+
+async def test_writes_only_queue_vectors_and_a_search_embeds_what_is_missing(h: LibraryHarness, tmp_path: Path) -> None:
+    await h.write_sequence(["Compare two caching strategies for the API gateway."])
+    conn = _db(h, tmp_path)
+    assert _count(conn, "SELECT count(*) FROM vector_queue") == 1
+    assert _count(conn, "SELECT count(*) FROM thought_vectors") == 0
+    await search_for(h, "cache")
+    assert _count(conn, "SELECT count(*) FROM vector_queue") == 0
+    assert _count(conn, "SELECT count(*) FROM thought_vectors") == 1
+    conn.close()
+
+
+async def test_after_the_first_search_new_thoughts_are_embedded_in_the_background(
+    h: LibraryHarness, tmp_path: Path
+) -> None:
+    await h.write_sequence(["Warm up the model."])
+    await search_for(h, "model")
+    await h.write_sequence(["A second thought written after the model was loaded."])
+    await h.library.idle()
+    conn = _db(h, tmp_path)
+    assert _count(conn, "SELECT count(*) FROM vector_queue") == 0
+    assert _count(conn, "SELECT count(*) FROM thought_vectors") == 2
+    conn.close()
+
+
+async def test_nothing_relevant_stored_abstains_instead_of_returning_noise(h: LibraryHarness) -> None:
+    await h.write_sequence(["Index the orders table by customer id to speed up the account page."])
+    out = await search_for(h, "how to bake sourdough bread at home")
+    assert out == {"results": [], "abstained": True}
+    result = await h.call("search_thoughts", {"query": "how to bake sourdough bread at home"})
+    assert "Nothing relevant is stored" in text(result)
+
+
+async def test_an_exact_keyword_match_is_returned_even_when_meaning_is_weak(h: LibraryHarness) -> None:
+    await h.write_sequence(["Ticket ZX-4471 is blocked on the vendor."])
+    out = await search_for(h, "ZX-4471")
+    assert out["abstained"] is False
+    assert out["results"][0]["thoughtNumber"] == 1
+
+
+async def test_a_sequence_filter_does_not_starve_the_vector_side(h: LibraryHarness) -> None:
+    # Sixty near-duplicates elsewhere would fill a post-filtered top-50 on their own.
+    for i in range(3):
+        await h.write_sequence(
+            [f"Database connection pool exhausted under load, attempt {i}, case {j}." for j in range(20)]
+        )
+    target = await h.write_sequence(
+        ["Unrelated opening.", "Requests queue up because every pooled connection is busy."]
+    )
+    out = await search_for(h, "database connection pool exhausted under load", sequenceId=target, limit=5)
+    assert out["results"]
+    assert {r["sequenceId"] for r in out["results"]} == {target}
+
+
+async def test_status_and_time_filters_restrict_results(h: LibraryHarness) -> None:
+    early = await h.write_sequence(["Choose a message queue: Kafka versus RabbitMQ for order events."])
+    h.clock.t += 86_400 * 10
+    late = await h.write_sequence(["Revisit the message queue choice: RabbitMQ is enough for our volume."])
+    await h.ok("manage_sequence", {"action": "abandon", "sequenceId": late})
+    query = "message queue choice"
+    assert {r["sequenceId"] for r in (await search_for(h, query, status="abandoned"))["results"]} == {late}
+    assert {r["sequenceId"] for r in (await search_for(h, query, status="completed"))["results"]} == {early}
+    cut = "2026-04-06T00:00:00Z"
+    assert {r["sequenceId"] for r in (await search_for(h, query, since=cut))["results"]} == {late}
+    assert {r["sequenceId"] for r in (await search_for(h, query, until=cut))["results"]} == {early}
+
+
+async def test_bad_search_arguments_are_refused_with_the_field_named(h: LibraryHarness) -> None:
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({}, "'query' is required"),
+        ({"query": "x", "limit": 51}, "'limit'"),
+        ({"query": "x", "status": "done"}, "'status'"),
+        ({"query": "x", "since": "last tuesday"}, "'since'"),
+        ({"query": "x", "since": "2026-02-01", "until": "2026-01-01"}, "'since' is after 'until'"),
+        ({"query": "x", "colour": "red"}, "unknown argument"),
+    ]
+    for args, expected in cases:
+        result = await h.call("search_thoughts", args)
+        assert result.is_error
+        assert text(result).startswith("invalid_input: ")
+        assert expected in text(result)
+    missing = await h.call("search_thoughts", {"query": "x", "thread": "nope"})
+    assert text(missing).startswith("thread_not_found: ")
+
+
+async def test_a_search_only_reaches_the_callers_own_store(h: LibraryHarness) -> None:
+    await h.write_sequence(["Alice's secret plan: migrate billing to Stripe in May."], user="github:1")
+    out = await search_for(h, "migrate billing to Stripe", user="github:2")
+    assert out["results"] == []
+    mine = await search_for(h, "migrate billing to Stripe", user="github:1")
+    assert len(mine["results"]) == 1
+
+
+async def test_deleting_a_sequence_removes_its_keyword_rows_and_vectors(h: LibraryHarness, tmp_path: Path) -> None:
+    keep = await h.write_sequence(["Keep this thought about load balancers."])
+    gone = await h.write_sequence(["Remove this thought about quantum widgets.", "And its follow-up on widgets."])
+    await search_for(h, "widgets")  # embeds all three
+    deleted = await h.ok("delete_thought_sequence", {"sequenceId": gone, "confirm": True})
+    assert deleted["deletedThoughts"] == 2
+    conn = _db(h, tmp_path)
+    assert _count(conn, "SELECT count(*) FROM thoughts_fts WHERE thoughts_fts MATCH 'widgets'") == 0
+    assert _count(conn, "SELECT count(*) FROM thought_vectors") == 1
+    assert _count(conn, "SELECT count(*) FROM vector_queue") == 0
+    conn.close()
+    out = await search_for(h, "quantum widgets")
+    assert all(r["sequenceId"] == keep for r in out["results"])
+
+
+async def test_abandoned_sequences_rank_below_an_equal_match(h: LibraryHarness) -> None:
+    text = "Shard the events table by tenant to spread write load."
+    first = await h.write_sequence([text])
+    second = await h.write_sequence([text])
+    await h.ok("manage_sequence", {"action": "abandon", "sequenceId": second})
+    out = await search_for(h, "shard events by tenant")
+    assert [r["sequenceId"] for r in out["results"][:2]] == [first, second]
+
+
+async def test_resume_returns_the_last_thought_so_an_agent_can_continue(h: LibraryHarness) -> None:
+    seq = await h.write_sequence(["Step one.", "Step two: check the replica lag."])
+    paused = await h.ok("manage_sequence", {"action": "pause", "sequenceId": seq})
+    assert paused["status"] == "paused"
+    resumed = await h.call("manage_sequence", {"action": "resume", "sequenceId": seq})
+    data = resumed.structured_content
+    assert data is not None
+    assert data["status"] == "active"
+    assert data["lastThought"]["thought"] == "Step two: check the replica lag."
+    assert data["lastThought"]["thoughtNumber"] == 2
+    assert "thoughtNumber 3" in text(resumed)
+    done = await h.ok("manage_sequence", {"action": "complete", "sequenceId": seq})
+    assert done["status"] == "completed"
+
+
+async def test_manage_sequence_errors_name_the_problem(h: LibraryHarness) -> None:
+    unknown = await h.call("manage_sequence", {"action": "pause", "sequenceId": "seq_" + "0" * 32})
+    assert text(unknown).startswith("sequence_not_found: ")
+    bad = await h.call("manage_sequence", {"action": "archive", "sequenceId": "seq_" + "0" * 32})
+    assert text(bad).startswith("invalid_input: 'action' must be one of")
+    missing = await h.call("manage_sequence", {"action": "pause"})
+    assert "'sequenceId' is required" in text(missing)
+
+
+async def test_list_shows_recent_sequences_by_status(h: LibraryHarness) -> None:
+    a = await h.write_sequence(["First topic."])
+    b = await h.write_sequence(["Second topic."])
+    await h.ok("manage_sequence", {"action": "pause", "sequenceId": a})
+    listed = await h.ok("manage_sequence", {"action": "list"})
+    assert [s["sequenceId"] for s in listed["sequences"]] == [a, b]
+    paused = await h.ok("manage_sequence", {"action": "list", "status": "paused"})
+    assert [s["sequenceId"] for s in paused["sequences"]] == [a]
+
+
+async def test_with_the_library_off_only_id_held_lifecycle_remains(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+    async with library_harness(tmp_path / "strict", embedder, discovery=False) as strict:
+        names = [t.name for t in strict.registry.tools]
+        assert "search_thoughts" not in names
+        assert "manage_sequence" in names
+        listed = await strict.call("manage_sequence", {"action": "list"})
+        assert listed.is_error
+        seq = await strict.write_sequence(["Only the holder of the id can reach this."])
+        assert (await strict.ok("manage_sequence", {"action": "pause", "sequenceId": seq}))["status"] == "paused"
+
+
+# --- vectors, the in-memory index and reindex ------------------------------------------------
+
+
+def test_in_memory_index_matches_sqlite_vec_and_follows_appends_and_deletes(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    from thoughtline.migrations import migrate
+
+    conn = connect(tmp_path / "s.sqlite3", "wal")
+    migrate(conn)
+    texts = ["alpha release notes", "beta deployment failed", "gamma ray physics", "deployment rollback plan"]
+    with conn:
+        conn.execute(
+            "INSERT INTO sequences(public_id, title, total_thoughts, last_thought_number, created_at, updated_at) "
+            "VALUES ('seq_a', 't', 9, 9, 0, 0)"
+        )
+        for i, t in enumerate(texts[:3], start=1):
+            conn.execute(
+                "INSERT INTO thoughts(sequence_id, position, number, total, next_needed, body, created_at) "
+                "VALUES (1, ?, ?, 9, 1, ?, 0)",
+                (i, i, t),
+            )
+    assert vectors.backfill(conn, embedder) == 3
+    index = vectors.VectorIndex()
+    index.refresh(conn)
+    query = embedder.embed(["deployment"])[0]
+    expected = search_store.vector_candidates(conn, query.tobytes(), 3)
+    got = index.search(query, 3)
+    assert [i for i, _ in got] == [i for i, _ in expected]
+    assert np.allclose([s for _, s in got], [s for _, s in expected], atol=1e-5)
+    with conn:
+        conn.execute(
+            "INSERT INTO thoughts(sequence_id, position, number, total, next_needed, body, created_at) "
+            "VALUES (1, 4, 4, 9, 1, ?, 0)",
+            (texts[3],),
+        )
+    vectors.backfill(conn, embedder)
+    generation = index.generation
+    index.refresh(conn)
+    assert len(index) == 4
+    assert index.generation == generation  # appended, not reloaded
+    with conn:
+        conn.execute("DELETE FROM thoughts WHERE number = 2")
+    index.refresh(conn)
+    assert len(index) == 3
+    assert 2 not in {i for i, _ in index.search(query, 4)}
+    assert [i for i, _ in index.search(query, 4, allowed=[1, 3])] in ([1, 3], [3, 1])
+    assert vectors.reindex(conn, embedder, show_progress=False) == 3
+    assert search_store.vector_count(conn) == 3
+    assert search_store.keyword_candidates(conn, '"rollback"', search_store.SearchFilters(), 5)
+    conn.close()
+
+
+async def test_large_stores_search_through_the_in_memory_index(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+    async with library_harness(tmp_path / "big", embedder) as big:
+        big.library = big.library  # same object; the threshold below applies to it
+        big.library._index_min = 1
+        seq = await big.write_sequence(["Tune the garbage collector pauses.", "Heap is fragmented after a day."])
+        out = await search_for(big, "memory fragmentation over time")
+        assert out["results"][0]["sequenceId"] == seq
+        assert out["results"][0]["thoughtNumber"] == 2
