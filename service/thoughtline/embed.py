@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 MINILM_DIM = 384
 # all-MiniLM-L6-v2 was trained on 256-token inputs; the vendored tokenizer.json defaults to 128.
 MAX_TOKENS = 256
-# onnxruntime sizes its activations by batch × longest text; small batches keep peak memory
+# onnxruntime sizes its activations by batch x longest text; small batches keep peak memory
 # flat (one batch of 32 long texts held ~1.5 GB with the arena on, issue 5).
 MAX_BATCH = 16
 
@@ -60,7 +60,8 @@ def _model_path() -> Path:
 def normalise(matrix: NDArray[np.float32]) -> Vectors:
     """Scale every row to unit length (zero rows stay zero)."""
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return (matrix / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+    scaled: Vectors = (matrix / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+    return scaled
 
 
 class MiniLMEmbedder:
