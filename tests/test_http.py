@@ -109,7 +109,11 @@ def test_modern_endpoint_refuses_a_2025_handshake_with_32022(server: ThreadServe
 def test_compat_endpoint_serves_the_2025_handshake(server: ThreadServer) -> None:
     response = httpx.post(server.base_url + "/mcp-compat", json=INIT, headers={**MCP_HEADERS, **AUTH})
     assert response.status_code == 200
-    assert response.json()["result"]["protocolVersion"] == "2025-06-18"
+    result = response.json()["result"]
+    assert result["protocolVersion"] == "2025-06-18"
+    assert result["capabilities"]["extensions"]["io.modelcontextprotocol/ui"]["mimeTypes"] == [
+        "text/html;profile=mcp-app"
+    ]
     assert "mcp-session-id" not in response.headers
 
 

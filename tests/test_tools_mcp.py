@@ -216,3 +216,20 @@ async def test_unknown_tool_is_an_error_result(client: Client) -> None:
     result = await client.call_tool("no_such_tool", {})
     assert result.is_error
     assert "unknown tool" in text(result)
+
+
+async def test_write_and_history_tools_link_the_app_resource_which_is_served(client: Client) -> None:
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    for name in ("sequentialthinking", "get_thought_history"):
+        meta = tools[name].meta
+        assert meta is not None
+        assert meta["ui"]["resourceUri"] == "ui://sequential-thinking/process.html"
+    assert tools["delete_thought_sequence"].meta is None
+    listed = (await client.list_resources()).resources
+    assert [r.uri for r in listed] == ["ui://sequential-thinking/process.html"]
+    read = await client.read_resource("ui://sequential-thinking/process.html")
+    content = read.contents[0]
+    assert content.mime_type == "text/html;profile=mcp-app"
+    assert getattr(content, "text", "").lstrip().lower().startswith("<!doctype html>")
+    assert content.meta is not None
+    assert content.meta["ui"]["csp"]["connectDomains"] == []

@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from thoughtline import __version__, migrations
+from thoughtline import __version__, migrations, ui_resource
 from thoughtline.auth import Authenticator, BearerGate, TokenVerifier
 from thoughtline.clock import Clock, SystemClock
 from thoughtline.config import Settings, settings_from_process_env
@@ -131,6 +131,26 @@ def _with_oauth_door(settings: Settings, clock: Clock, extras: Extras) -> tuple[
     return dataclasses.replace(extras, routes=[*extras.routes, *door.routes], verifier=door.verify), door
 
 
+APPS_EXTENSION = "io.modelcontextprotocol/ui"
+
+
+def app_resource() -> tuple[types.Resource, str]:
+    """The MCP App (SPEC §6): its resource declaration and HTML."""
+    resource = types.Resource(
+        uri=ui_resource.PROCESS_URI,
+        name="process.html",
+        title="Thinking process",
+        description="One card per thought; the final card shows the whole stored reasoning process.",
+        mime_type=ui_resource.APP_MIME,
+        _meta=ui_resource.resource_meta(),
+    )
+    return resource, ui_resource.load_process_html()
+
+
+# Hosts read `_meta.ui.resourceUri` (MCP Apps 2026-01-26); the flat key is what earlier hosts read.
+UI_TOOL_META = {"ui": {"resourceUri": ui_resource.PROCESS_URI}, "ui/resourceUri": ui_resource.PROCESS_URI}
+
+
 def create_app(settings: Settings, *, clock: Clock | None = None, extras: Extras | None = None) -> Starlette:
     """Build the whole service for `settings`; `clock` and `extras` are the outside boundaries."""
     clock = clock or SystemClock()
@@ -142,7 +162,12 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extras: Extras
         idle_seconds=settings.idle_store_seconds,
         retention_days=settings.retention_days,
     )
-    registry = ToolRegistry([*core_tools(), *extras.tools], router, clock)
+    extras = dataclasses.replace(
+        extras,
+        resources={ui_resource.PROCESS_URI: app_resource(), **extras.resources},
+        extensions={APPS_EXTENSION: {"mimeTypes": [ui_resource.APP_MIME]}, **extras.extensions},
+    )
+    registry = ToolRegistry([*core_tools(UI_TOOL_META), *extras.tools], router, clock)
     server = build_mcp_server(registry, extras)
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # HostOriginGuard does it
     managers = {
