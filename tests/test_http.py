@@ -109,12 +109,17 @@ def test_modern_endpoint_refuses_a_2025_handshake_with_32022(server: ThreadServe
 def test_compat_endpoint_serves_the_2025_handshake(server: ThreadServer) -> None:
     response = httpx.post(server.base_url + "/mcp-compat", json=INIT, headers={**MCP_HEADERS, **AUTH})
     assert response.status_code == 200
-    result = response.json()["result"]
-    assert result["protocolVersion"] == "2025-06-18"
-    assert result["capabilities"]["extensions"]["io.modelcontextprotocol/ui"]["mimeTypes"] == [
-        "text/html;profile=mcp-app"
-    ]
+    assert response.json()["result"]["protocolVersion"] == "2025-06-18"
     assert "mcp-session-id" not in response.headers
+
+
+@pytest.mark.anyio
+async def test_modern_discovery_advertises_the_apps_extension(server: ThreadServer) -> None:
+    # Capability extensions (SEP-2133) exist on the 2026-07-28 wire; the SDK sieves them from 2025 replies.
+    async with mcp_client(server.base_url, path="/mcp", mode="auto") as client:
+        assert client.protocol_version == "2026-07-28"
+        extensions = client.server_capabilities.extensions or {}
+    assert extensions["io.modelcontextprotocol/ui"]["mimeTypes"] == ["text/html;profile=mcp-app"]
 
 
 @pytest.mark.anyio
