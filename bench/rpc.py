@@ -1,0 +1,127 @@
+"""Plain JSON-RPC over HTTP to `/mcp-compat`: the lightest client that still speaks real MCP.
+
+The endpoint is stateless, so a `tools/call` needs no `initialize` first: one POST with the bearer,
+the protocol header and both Accept types gets one JSON response. Used where the `mcp` SDK client
+would cost more CPU than the server it measures (the 32-client load) and for cold-start polling.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from itertools import count
+from typing import Any
+
+import httpx
+
+PROTOCOL = "2025-06-18"
+THOUGHT_TEXT = "Benchmark thought: weigh the options, pick one, and write down why. " * 3
+
+
+def headers(token: str) -> dict[str, str]:
+    """Request headers of an authenticated 2025-era MCP POST."""
+    return {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": PROTOCOL,
+    }
+
+
+def think_arguments(text: str, number: int, sequence_id: str | None = None) -> dict[str, Any]:
+    """Arguments of one `sequentialthinking` step that always asks for another."""
+    args: dict[str, Any] = {
+        "thought": text,
+        "nextThoughtNeeded": True,
+        "thoughtNumber": number,
+        "totalThoughts": max(number, 3),
+    }
+    if sequence_id is not None:
+        args["sequenceId"] = sequence_id
+    return args
+
+
+class _Bodies:
+    """Request ids and bodies shared by the sync and async clients."""
+
+    def __init__(self) -> None:
+        self._ids = count(1)
+
+    def think_body(self, text: str, number: int, sequence_id: str | None = None) -> bytes:
+        """A `tools/call` of `sequentialthinking`, encoded."""
+        message = {
+            "jsonrpc": "2.0",
+            "id": next(self._ids),
+            "method": "tools/call",
+            "params": {"name": "sequentialthinking", "arguments": think_arguments(text, number, sequence_id)},
+        }
+        return json.dumps(message).encode()
+
+    @staticmethod
+    def tool_error(response: httpx.Response) -> str | None:
+        """Why a 200 answer is not a successful tool result (None when it is)."""
+        data = response.json()
+        if "error" in data:
+            return f"JSON-RPC error {data['error']}"
+        result = data.get("result") or {}
+        if result.get("isError"):
+            return str(result.get("content"))
+        return None
+
+    @staticmethod
+    def sequence_id(response: httpx.Response) -> str:
+        """The `sequenceId` of a successful `sequentialthinking` answer."""
+        return str(response.json()["result"]["structuredContent"]["sequenceId"])
+
+
+def check(response: httpx.Response) -> httpx.Response:
+    """Raise unless `response` carries a successful tool result."""
+    if response.status_code != 200:
+        raise RuntimeError(f"HTTP {response.status_code}: {response.text[:300]}")
+    problem = _Bodies.tool_error(response)
+    if problem is not None:
+        raise RuntimeError(f"tool call failed: {problem[:300]}")
+    return response
+
+
+class RpcClient(_Bodies):
+    """A blocking client: one keep-alive connection."""
+
+    def __init__(self, url: str, token: str, *, timeout: float = 60.0) -> None:
+        super().__init__()
+        self.url = url
+        self._http = httpx.Client(headers=headers(token), timeout=timeout)
+
+    def post(self, body: bytes) -> httpx.Response:
+        """POST one JSON-RPC message."""
+        return self._http.post(self.url, content=body)
+
+    def __enter__(self) -> RpcClient:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: types.TracebackType | None
+    ) -> None:
+        self._http.close()
+
+
+class AsyncRpcClient(_Bodies):
+    """An asyncio client: one keep-alive connection per instance."""
+
+    def __init__(self, url: str, token: str, *, timeout: float = 60.0) -> None:
+        super().__init__()
+        self.url = url
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        self._http = httpx.AsyncClient(headers=headers(token), timeout=timeout, limits=limits)
+
+    async def post(self, body: bytes) -> httpx.Response:
+        """POST one JSON-RPC message."""
+        return await self._http.post(self.url, content=body)
+
+    async def __aenter__(self) -> AsyncRpcClient:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: types.TracebackType | None
+    ) -> None:
+        await self._http.aclose()
