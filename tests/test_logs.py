@@ -24,11 +24,12 @@ async def test_server_logs_hold_neither_thought_text_nor_tokens(tmp_path: Path) 
             await client.call_tool("sequentialthinking", {**args, "thought": SECRET_TEXT * 3000})
             await client.call_tool("sequentialthinking", {**args, "branchId": SECRET_TEXT, "sequenceId": seq})
             await client.call_tool("get_thought_history", {"sequenceId": seq})
-        await httpx.AsyncClient().post(
-            child.base_url + "/mcp-compat?token=" + TOKEN,
-            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-            headers={"Authorization": f"Bearer {TOKEN}x", "Accept": "application/json, text/event-stream"},
-        )
+        async with httpx.AsyncClient() as http:
+            await http.post(
+                child.base_url + "/mcp-compat?token=" + TOKEN,
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                headers={"Authorization": f"Bearer {TOKEN}x", "Accept": "application/json, text/event-stream"},
+            )
     finally:
         stop_child(child)
     log = child.log()
