@@ -32,6 +32,7 @@ from thoughtline.auth import Authenticator, BearerGate, TokenVerifier
 from thoughtline.clock import Clock, SystemClock
 from thoughtline.config import Settings, settings_from_process_env
 from thoughtline.eras import ModernOnly
+from thoughtline.fastpath import DirectToolCalls
 from thoughtline.guards import AccessLog, HostOriginGuard
 from thoughtline.oauth import OAuthDoor, build_oauth
 from thoughtline.stores import StoreRouter
@@ -151,8 +152,14 @@ def app_resource() -> tuple[types.Resource, str]:
 UI_TOOL_META = {"ui": {"resourceUri": ui_resource.PROCESS_URI}, "ui/resourceUri": ui_resource.PROCESS_URI}
 
 
-def create_app(settings: Settings, *, clock: Clock | None = None, extras: Extras | None = None) -> Starlette:
-    """Build the whole service for `settings`; `clock` and `extras` are the outside boundaries."""
+def create_app(
+    settings: Settings, *, clock: Clock | None = None, extras: Extras | None = None, direct_tool_calls: bool = True
+) -> Starlette:
+    """Build the whole service for `settings`; `clock` and `extras` are the outside boundaries.
+
+    `direct_tool_calls=False` sends every compat request through the SDK's session machinery
+    (tests compare the two paths).
+    """
     clock = clock or SystemClock()
     extras, oauth_door = _with_oauth_door(settings, clock, extras or Extras())
     router = StoreRouter(
@@ -184,7 +191,11 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extras: Extras
         None if settings.token_problem else settings.api_token, extras.verifier, settings.public_url
     )
     modern: ASGIApp = BearerGate(ModernOnly(_Endpoint(managers["/mcp"])), authenticator, "/mcp")
-    compat: ASGIApp = BearerGate(_Endpoint(managers["/mcp-compat"]), authenticator, "/mcp-compat")
+    compat_inner: ASGIApp = _Endpoint(managers["/mcp-compat"])
+    direct = DirectToolCalls(compat_inner, registry, settings.max_body_bytes) if direct_tool_calls else None
+    if direct is not None:
+        compat_inner = direct
+    compat: ASGIApp = BearerGate(compat_inner, authenticator, "/mcp-compat")
 
     async def index(request: Request) -> JSONResponse:
         return JSONResponse(
@@ -262,6 +273,7 @@ def create_app(settings: Settings, *, clock: Clock | None = None, extras: Extras
     )
     app.state.router = router
     app.state.registry = registry
+    app.state.direct_tool_calls = direct
     return app
 
 

@@ -84,6 +84,9 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     _connect_help(settings, token_expr, sys.stdout)
     sys.stdout.flush()
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if settings.log_level != "debug":
+        # The SDK logs a line per stateless request ("Terminating session: None"); it is noise here.
+        logging.getLogger("mcp").setLevel(logging.WARNING)
     uvicorn.run(
         create_app(settings),
         host=settings.host,

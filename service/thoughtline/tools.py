@@ -192,6 +192,10 @@ class ToolRegistry:
         """The declarations, in registration order."""
         return [spec.tool for spec in self._specs.values()]
 
+    def has(self, name: str) -> bool:
+        """Whether a tool of this name is registered."""
+        return name in self._specs
+
     async def call(self, name: str, args: Mapping[str, Any] | None) -> types.CallToolResult:
         """Run one tool call; every failure becomes an error result, never an exception."""
         spec = self._specs.get(name)
