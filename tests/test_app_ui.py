@@ -30,8 +30,8 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
-from tests.support import ChildServer, start_child, stop_child
-from thoughtline.ui_resource import load_process_html
+from tests.support import ChildServer, mcp_client, start_child, stop_child
+from thoughtline.ui_resource import APP_MIME, PROCESS_URI, load_process_html, resource_meta
 
 pytestmark = pytest.mark.slow
 
@@ -513,3 +513,17 @@ def test_a_cancelled_call_says_so(harness: Harness) -> None:
     expect(harness.app.locator("#card-text")).to_have_text("Half-written thought.")
     harness.teardown()
     assert harness.host("host.responses") == [{"jsonrpc": "2.0", "id": "teardown-1", "result": {}}]
+
+
+@pytest.mark.anyio
+async def test_the_live_server_serves_the_app_and_links_both_tools_to_it(app_server: ChildServer) -> None:
+    async with mcp_client(app_server.base_url, app_server.token) as client:
+        read = await client.read_resource(PROCESS_URI)
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    (content,) = read.model_dump(by_alias=True, exclude_none=True)["contents"]
+    assert content["mimeType"] == APP_MIME
+    assert content["text"] == load_process_html()
+    assert content["_meta"] == resource_meta()
+    for name in ("sequentialthinking", "get_thought_history"):
+        meta = tools[name].model_dump(by_alias=True)["_meta"]
+        assert meta["ui"]["resourceUri"] == PROCESS_URI
