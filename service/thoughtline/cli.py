@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from thoughtline import __version__, migrations, store
+from thoughtline import __version__, migrations, transfer
 from thoughtline.config import MIN_TOKEN_LENGTH, Settings, SettingsError, settings_from_process_env
 from thoughtline.db import connect
 from thoughtline.identity import OWNER_KEY
@@ -112,7 +112,7 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
     out: TextIO = open(args.output, "w") if args.output else sys.stdout  # noqa: SIM115 - closed below
     try:
         conn.execute("BEGIN")
-        for record in store.iter_export(conn):
+        for record in transfer.iter_export(conn):
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
         conn.execute("COMMIT")
     finally:
@@ -137,7 +137,7 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
         migrations.migrate(conn)
         conn.execute("BEGIN IMMEDIATE")
         try:
-            counts = store.import_records(conn, records)
+            counts = transfer.import_records(conn, records)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import apsw
 
-from thoughtline import migrations, store
+from thoughtline import migrations, store, transfer
 from thoughtline.clock import Clock, now_ms
 from thoughtline.config import Journal
 from thoughtline.db import ReadPool, StorageError, Writer, connect
@@ -169,7 +169,7 @@ def check_store(path: Path, journal: Journal, known: tuple[migrations.Migration,
     except StorageError as exc:
         return [str(exc)]
     try:
-        problems = store.integrity_problems(conn)
+        problems = transfer.integrity_problems(conn)
         recorded = migrations.applied_migrations(conn)
         names = [m.name for m in known]
         newer = [n for n in recorded if n not in names]

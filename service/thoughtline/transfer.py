@@ -1,0 +1,95 @@
+"""Moving a whole store in and out: JSON Lines export/import and integrity checks.
+
+Part of the store layer (the only other home of SQL besides `store.py` and the migrations).
+Export writes parents before children; import remaps row ids and runs in the caller's transaction,
+so a failed import leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import apsw
+
+from thoughtline.errors import DomainError
+from thoughtline.store import get_sequence
+
+
+def iter_export(conn: apsw.Connection) -> Iterator[dict[str, Any]]:
+    """Every sequence, branch and thought as JSON-ready records, parents before children."""
+    for row in conn.execute("SELECT * FROM sequences ORDER BY id"):
+        yield {"type": "sequence", **_row_dict(conn, "sequences", row)}
+    for row in conn.execute(
+        "SELECT b.*, s.public_id FROM branches b JOIN sequences s ON s.id = b.sequence_id ORDER BY b.id"
+    ):
+        yield {"type": "branch", **_row_dict(conn, "branches", row)}
+    for row in conn.execute(
+        "SELECT t.*, s.public_id FROM thoughts t JOIN sequences s ON s.id = t.sequence_id ORDER BY t.id"
+    ):
+        yield {"type": "thought", **_row_dict(conn, "thoughts", row)}
+
+
+def _columns(conn: apsw.Connection, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def _row_dict(conn: apsw.Connection, table: str, row: tuple[Any, ...]) -> dict[str, Any]:
+    cols = _columns(conn, table)
+    record = dict(zip(cols, row[: len(cols)], strict=True))
+    if len(row) > len(cols):
+        record["sequence_public_id"] = row[len(cols)]
+    return record
+
+
+def import_records(conn: apsw.Connection, records: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """Load exported records into this store, remapping row ids; existing sequence ids are refused."""
+    seq_map: dict[int, int] = {}
+    branch_map: dict[int, int] = {}
+    counts = {"sequence": 0, "branch": 0, "thought": 0}
+    for rec in records:
+        kind = rec.get("type")
+        if kind == "sequence":
+            if get_sequence(conn, str(rec["public_id"])) is not None:
+                raise DomainError("invalid_input", f"sequence {rec['public_id']} already exists in this store.")
+            cols = [c for c in _columns(conn, "sequences") if c != "id"]
+            conn.execute(
+                f"INSERT INTO sequences({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
+                tuple(rec[c] for c in cols),
+            )
+            seq_map[int(rec["id"])] = conn.last_insert_rowid()
+        elif kind == "branch":
+            parent = rec["parent_branch"]
+            conn.execute(
+                "INSERT INTO branches(sequence_id, name, parent_branch, from_thought, fork_position, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    seq_map[int(rec["sequence_id"])],
+                    rec["name"],
+                    None if parent is None else branch_map[int(parent)],
+                    rec["from_thought"],
+                    rec["fork_position"],
+                    rec["created_at"],
+                ),
+            )
+            branch_map[int(rec["id"])] = conn.last_insert_rowid()
+        elif kind == "thought":
+            cols = [c for c in _columns(conn, "thoughts") if c != "id"]
+            values = dict(rec)
+            values["sequence_id"] = seq_map[int(rec["sequence_id"])]
+            values["branch"] = None if rec["branch"] is None else branch_map[int(rec["branch"])]
+            conn.execute(
+                f"INSERT INTO thoughts({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
+                tuple(values[c] for c in cols),
+            )
+        else:
+            raise DomainError("invalid_input", f"unknown record type {kind!r}; expected sequence, branch or thought.")
+        counts[str(kind)] += 1
+    return counts
+
+
+def integrity_problems(conn: apsw.Connection) -> list[str]:
+    """`PRAGMA integrity_check` and foreign-key check findings (empty when healthy)."""
+    problems = [str(r[0]) for r in conn.execute("PRAGMA integrity_check") if r[0] != "ok"]
+    problems += [f"foreign key: {r}" for r in conn.execute("PRAGMA foreign_key_check")]
+    return problems
