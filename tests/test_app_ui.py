@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
-from anyio.from_thread import start_blocking_portal
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from playwright.sync_api import (
     Browser,
     FrameLocator,
@@ -56,29 +54,14 @@ ToolCall = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
 @contextmanager
-def mcp_session(url: str, token: str) -> Iterator[ToolCall]:
-    """Yield a synchronous `tools/call` over one MCP session to `url`.
+def mcp_session(base_url: str, token: str) -> Iterator[tuple[BlockingPortal, Client]]:
+    """One MCP session to `base_url`, usable from synchronous code through the returned portal.
 
-    Playwright's sync API owns the main thread, so the async client lives in an anyio portal
-    (a loop in a worker thread); the portal also enters and exits the client in one task, as
-    anyio's cancel scopes require.
+    Playwright's sync API keeps its own event loop on the main thread, so the async client lives in
+    an anyio portal (a loop in a worker thread), which also enters and exits it in one task.
     """
-    with start_blocking_portal() as portal, ExitStack() as stack:
-        http = stack.enter_context(
-            portal.wrap_async_context_manager(
-                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30.0)
-            )
-        )
-        client = stack.enter_context(
-            portal.wrap_async_context_manager(Client(streamable_http_client(url, http_client=http), mode="legacy"))
-        )
-
-        def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-            result = portal.call(client.call_tool, name, arguments)
-            dumped: dict[str, Any] = result.model_dump(by_alias=True, exclude_none=True, mode="json")
-            return dumped
-
-        yield call
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(mcp_client(base_url, token)) as client:
+        yield portal, client
 
 
 @dataclass
@@ -135,7 +118,13 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChildServer
 
 @pytest.fixture(scope="module")
 def call_tool(app_server: ChildServer) -> Iterator[ToolCall]:
-    with mcp_session(f"{app_server.base_url}/mcp-compat", app_server.token) as call:
+    with mcp_session(app_server.base_url, app_server.token) as (portal, client):
+
+        def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            result = portal.call(client.call_tool, name, arguments)
+            dumped: dict[str, Any] = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+            return dumped
+
         yield call
 
 
@@ -515,11 +504,10 @@ def test_a_cancelled_call_says_so(harness: Harness) -> None:
     assert harness.host("host.responses") == [{"jsonrpc": "2.0", "id": "teardown-1", "result": {}}]
 
 
-@pytest.mark.anyio
-async def test_the_live_server_serves_the_app_and_links_both_tools_to_it(app_server: ChildServer) -> None:
-    async with mcp_client(app_server.base_url, app_server.token) as client:
-        read = await client.read_resource(PROCESS_URI)
-        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+def test_the_live_server_serves_the_app_and_links_both_tools_to_it(app_server: ChildServer) -> None:
+    with mcp_session(app_server.base_url, app_server.token) as (portal, client):
+        read = portal.call(client.read_resource, PROCESS_URI)
+        tools = {tool.name: tool for tool in portal.call(client.list_tools).tools}
     (content,) = read.model_dump(by_alias=True, exclude_none=True)["contents"]
     assert content["mimeType"] == APP_MIME
     assert content["text"] == load_process_html()
