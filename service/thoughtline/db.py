@@ -12,6 +12,7 @@ queue and the next transaction takes them all, so N concurrent callers share one
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import threading
@@ -92,7 +93,9 @@ def _settle(job: _Job[Any], result: Any, error: BaseException | None) -> None:
         else:
             job.future.set_result(result)
 
-    job.loop.call_soon_threadsafe(apply)
+    # A closed loop (shutdown) raises RuntimeError: then nobody is waiting for the answer.
+    with contextlib.suppress(RuntimeError):
+        job.loop.call_soon_threadsafe(apply)
 
 
 @dataclass

@@ -216,10 +216,10 @@ def plan_thought(inp: ThoughtInput, state: SequenceState | None, find: Finder) -
                 f"thought {inp.revises_thought} is not visible from {_where(inp.branch_id)}; "
                 "revise a thought that was written on this branch or before its fork point.",
             )
-    reused = branch is not None or inp.branch_id is None
+    # A new branch has no thoughts of its own yet, so only the main path or an existing branch can reuse.
     number_reused = (
         state is not None
-        and reused
+        and new_branch is None
         and find(branch.key if branch is not None else None, inp.thought_number, None) is not None
     )
     total = max(inp.total_thoughts, inp.thought_number)
