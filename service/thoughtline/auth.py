@@ -73,9 +73,7 @@ class Authenticator:
         url = resource_metadata_url(public_origin(scope, self._public_url), path)
         value = f'Bearer resource_metadata="{url}"'
         if token_sent:
-            value += (
-                ', error="invalid_token", error_description="The access token is expired or not valid here"'
-            )
+            value += ', error="invalid_token", error_description="The access token is expired or not valid here"'
             body = {
                 "error": "invalid_token",
                 "error_description": "The bearer token is not valid for this endpoint. Use MCP_API_TOKEN, "
