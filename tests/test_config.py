@@ -1,0 +1,70 @@
+"""Settings from the environment: defaults, parsing, and refusals that name the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from thoughtline.config import Settings, SettingsError
+
+
+def test_defaults_are_the_embedded_local_setup() -> None:
+    settings = Settings.from_env({})
+    assert (settings.data_dir, settings.host, settings.port) == (Path("./data"), "127.0.0.1", 8000)
+    assert (settings.journal, settings.retention_days, settings.library) == ("wal", 0, True)
+    assert settings.token_problem == "MCP_API_TOKEN is not set"
+    assert not settings.github_enabled
+
+
+def test_values_are_parsed_and_normalised() -> None:
+    settings = Settings.from_env(
+        {
+            "MCP_API_TOKEN": "k" * 32,
+            "ALLOWED_GITHUB_LOGIN": " Alice, BOB ,,",
+            "ALLOWED_HOSTNAMES": "Thoughts.Example.com",
+            "THOUGHTLINE_PUBLIC_URL": "https://thoughts.example.com/",
+            "THOUGHTLINE_JOURNAL": "TRUNCATE",
+            "THOUGHT_RETENTION_DAYS": "30",
+            "THOUGHTLINE_LIBRARY": "off",
+            "GITHUB_CLIENT_ID": "id",
+            "GITHUB_CLIENT_SECRET": "secret",
+            "GITHUB_BASE_URL": "https://ghe.example.com/",
+        }
+    )
+    assert settings.token_problem is None
+    assert settings.allowed_github_logins == ("alice", "bob")
+    assert settings.allowed_hostnames == ("thoughts.example.com",)
+    assert settings.public_url == "https://thoughts.example.com"
+    assert (settings.journal, settings.retention_days, settings.library) == ("truncate", 30, False)
+    assert settings.github_enabled
+    assert settings.github_base_url == "https://ghe.example.com"
+
+
+def test_secrets_stay_out_of_repr() -> None:
+    text = repr(Settings.from_env({"MCP_API_TOKEN": "s" * 40, "GITHUB_CLIENT_SECRET": "hush-hush"}))
+    assert "s" * 40 not in text
+    assert "hush-hush" not in text
+
+
+def test_a_short_token_closes_the_bearer_door_and_says_why() -> None:
+    problem = Settings.from_env({"MCP_API_TOKEN": "short"}).token_problem
+    assert problem is not None
+    assert "at least 32" in problem
+    assert "thoughtline token" in problem
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("THOUGHTLINE_JOURNAL", "delete"),
+        ("THOUGHTLINE_LIBRARY", "maybe"),
+        ("THOUGHTLINE_PUBLIC_URL", "thoughts.example.com"),
+        ("PORT", "eighty"),
+        ("THOUGHT_RETENTION_DAYS", "-1"),
+        ("THOUGHTLINE_MAX_BODY_BYTES", "10"),
+    ],
+)
+def test_unusable_values_are_refused_naming_the_variable(name: str, value: str) -> None:
+    with pytest.raises(SettingsError, match=name):
+        Settings.from_env({name: value})
