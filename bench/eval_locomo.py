@@ -152,7 +152,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workdir", type=Path, default=None, help="reuse stores here (default: a temp dir)")
     parser.add_argument("--context-chars", type=int, default=vectors.CONTEXT_CHARS)
     defaults = Tuning()
+    parser.add_argument("--fusion", choices=("zscore", "minmax", "rrf"), default=defaults.fusion)
     parser.add_argument("--dense-weight", type=float, default=defaults.dense_weight)
+    parser.add_argument("--neighbor-weight", type=float, default=defaults.neighbor_weight)
     parser.add_argument("--group-weight", type=float, default=defaults.group_weight)
     parser.add_argument("--feedback-docs", type=int, default=defaults.feedback_docs)
     parser.add_argument("--feedback-terms", type=int, default=defaults.feedback_terms)
@@ -161,7 +163,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     tuning = replace(
         defaults,
+        fusion=args.fusion,
         dense_weight=args.dense_weight,
+        neighbor_weight=args.neighbor_weight,
         group_weight=args.group_weight,
         feedback_docs=args.feedback_docs,
         feedback_terms=args.feedback_terms,

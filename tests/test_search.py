@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -39,10 +40,34 @@ def test_rrf_rewards_agreement_between_rankings() -> None:
     assert search.fuse_rrf([[5, 6], [6]])[6] > search.fuse_rrf([[5, 6], [6]])[5]
 
 
-def test_group_boost_lifts_a_thought_whose_sequence_has_other_strong_matches() -> None:
-    scores = {1: 0.5, 2: 0.5, 3: 0.9, 4: 0.9}
-    boosted = search.group_boost(scores, {1: 10, 2: 20, 3: 10, 4: 99}, weight=0.5, top=2)
+def test_context_boost_lifts_a_thought_whose_sequence_has_other_strong_matches() -> None:
+    scores = {1: 0.5, 2: 0.5, 3: 0.9, 4: 0.9, 5: 0.0}
+    place = {1: (10, 1), 2: (20, 1), 3: (10, 7), 4: (99, 1), 5: (30, 1)}
+    boosted = search.context_boost(scores, place, neighbor_weight=0.0, group_weight=0.5, top=2)
     assert boosted[1] > boosted[2]
+
+
+def test_context_boost_lifts_the_step_next_to_a_strong_match() -> None:
+    scores = {1: 0.2, 2: 0.2, 3: 1.0, 4: 0.0}
+    place = {1: (10, 1), 2: (20, 1), 3: (20, 2), 4: (30, 1)}
+    boosted = search.context_boost(scores, place, neighbor_weight=0.3, group_weight=0.0)
+    assert boosted[2] == pytest.approx(0.2 + 0.3 * 1.0)
+    assert boosted[1] == pytest.approx(0.2)
+    assert boosted[4] == 0.0
+
+
+def test_zscore_fusion_gives_a_missing_side_its_minimum() -> None:
+    fused = search.fuse_zscore({1: 3.0, 2: 1.0}, {2: 0.9, 3: 0.1}, dense_weight=0.5)
+    assert fused[2] == pytest.approx(0.0)  # worst keyword (-1), best dense (+1)
+    assert fused[1] == pytest.approx(0.0)  # best keyword, dense minimum
+    assert fused[3] == pytest.approx(-1.0)
+    assert search.zscores({1: 5.0}) == {1: 0.0}
+
+
+def test_zscore_fusion_ranks_a_single_hit_above_what_its_side_missed() -> None:
+    fused = search.fuse_zscore({1: 7.0}, {1: 0.4, 2: 0.3, 3: 0.2}, dense_weight=0.4)
+    assert max(fused, key=lambda k: fused[k]) == 1
+    assert fused[2] < fused[1]
 
 
 def test_abstain_only_without_keyword_evidence_and_with_weak_similarity() -> None:
@@ -126,7 +151,8 @@ async def test_after_the_first_search_new_thoughts_are_embedded_in_the_backgroun
     await h.write_sequence(["Warm up the model."])
     await search_for(h, "model")
     await h.write_sequence(["A second thought written after the model was loaded."])
-    await h.library.idle()
+    opened = await h.router.get("owner")
+    await asyncio.wait_for(h.library.caught_up(opened), timeout=60)
     conn = _db(h, tmp_path)
     assert _count(conn, "SELECT count(*) FROM vector_queue") == 0
     assert _count(conn, "SELECT count(*) FROM thought_vectors") == 2

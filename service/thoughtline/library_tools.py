@@ -71,6 +71,7 @@ class Library:
         self._indexes: dict[str, VectorIndex] = {}
         self._running: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
+        self._progress = asyncio.Event()
 
     def embedder(self) -> Embedder:
         """The embedder, created on first use."""
@@ -92,10 +93,10 @@ class Library:
     def _kick(self, opened: UserStore) -> None:
         key = str(opened.path)
         self._dirty.add(key)
-        if key not in self._running:
-            task = asyncio.create_task(self._drain(opened))
-            self._running[key] = task
-            task.add_done_callback(lambda _t: self._running.pop(key, None))
+        running = self._running.get(key)
+        # A finished task may still be listed (its done-callback runs later); start a fresh one.
+        if running is None or running.done():
+            self._running[key] = asyncio.create_task(self._drain(opened))
 
     async def _drain(self, opened: UserStore) -> None:
         key = str(opened.path)
@@ -103,14 +104,26 @@ class Library:
             while key in self._dirty:
                 self._dirty.discard(key)
                 while await self.backfill(opened, limit=64):
-                    pass
+                    self._progress.set()
         except Exception as exc:  # background work: log the kind, retry on the next commit
             logger.warning("background embedding failed: %s", type(exc).__name__)
 
     async def idle(self) -> None:
         """Wait until background embedding has caught up (tests, graceful shutdown)."""
-        while self._running:
-            await asyncio.gather(*self._running.values(), return_exceptions=True)
+        while pending := [t for t in self._running.values() if not t.done()]:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    async def caught_up(self, opened: UserStore) -> None:
+        """Wait until every committed thought of `opened` has a vector (wrap it in a timeout).
+
+        The commit hook reaches the event loop from the writer thread, possibly after the write's
+        caller has already resumed, so waiting for running tasks alone could miss it.
+        """
+        while await opened.read(search_store.pending_count):
+            self._progress.clear()
+            if not await opened.read(search_store.pending_count):
+                return
+            await self._progress.wait()
 
     async def backfill(self, opened: UserStore, limit: int = INLINE_BACKFILL) -> int:
         """Embed up to `limit` thoughts that have no vector yet; returns how many were stored."""
@@ -231,7 +244,11 @@ def render_search(query: str, outcome: Outcome, waiting: int) -> ToolOutput:
         lines = [f'{len(results)} result{"s" if len(results) != 1 else ""} for "{shown}":', ""]
         for i, (r, h) in enumerate(zip(results, outcome.hits, strict=True), start=1):
             where = f"thought {r['thoughtNumber']}" + (f" on branch {r['branchId']}" if r["branchId"] else "")
-            sim = "keyword match" if h.similarity is None else f"similarity {h.similarity:.2f}"
+            sim = (
+                f"similarity {h.similarity:.2f}"
+                if h.similarity is not None
+                else ("keyword match" if h.keyword else "next to a match")
+            )
             lines.append(f"{i}. {r['title']} [{r['status']}] · {where} · {sim}")
             lines.append(f"   {r['snippet']}")
             lines.append(f"   {r['sequenceId']} · {r['createdAt']}")

@@ -25,8 +25,10 @@ class Tuning:
     """Retrieval knobs; the defaults are what the LoCoMo and golden-set numbers support."""
 
     pool: int = 50
-    dense_weight: float = 0.55
-    group_weight: float = 0.0
+    fusion: str = "zscore"  # or "minmax", "rrf" (kept for the evaluation's comparison)
+    dense_weight: float = 0.4
+    neighbor_weight: float = 0.3
+    group_weight: float = 0.5
     feedback_docs: int = 0
     feedback_terms: int = 0
     # Raw cosine below which a vector-only match is treated as noise. Calibrated on the golden
@@ -103,6 +105,7 @@ def hybrid_search(
         if search.should_abstain(best_similarity, strong, tuning.abstain_below):
             return Outcome([], True, best_similarity)
 
+    neighbours: list[int] = []
     if mode == "keyword":
         fused = search.minmax(keyword)
     elif mode == "vector":
@@ -110,12 +113,17 @@ def hybrid_search(
     else:
         # Vector-only candidates below the noise floor would only push real matches down.
         dense_kept = {k: v for k, v in dense.items() if v >= tuning.abstain_below or k in keyword}
-        fused = search.fuse_weighted(keyword, dense_kept, tuning.dense_weight)
+        if tuning.neighbor_weight > 0 or tuning.group_weight > 0:
+            # Neighbours of candidates join the pool as found by neither side, so a strong step
+            # can lift the one next to it (an answer often sits one step after its question).
+            neighbours = search_store.neighbour_ids(conn, set(keyword) | set(dense_kept), filters)
+        fused = _fuse(keyword, dense_kept, neighbours, tuning)
 
     records = search_store.load_thoughts(conn, fused)
-    if tuning.group_weight > 0:
-        groups = {tid: rec.sequence_key for tid, rec in records.items()}
-        fused = search.group_boost(fused, groups, tuning.group_weight)
+    if mode == "hybrid" and (tuning.neighbor_weight > 0 or tuning.group_weight > 0):
+        place = {tid: (rec.sequence_key, rec.position) for tid, rec in records.items()}
+        fused = search.context_boost(fused, place, tuning.neighbor_weight, tuning.group_weight)
+
     ranked = sorted(
         (tid for tid in fused if tid in records),
         key=lambda tid: (
@@ -135,6 +143,16 @@ def hybrid_search(
         for tid in ranked
     ]
     return Outcome(hits, False, best_similarity)
+
+
+def _fuse(keyword: dict[int, float], dense: dict[int, float], extra: list[int], tuning: Tuning) -> dict[int, float]:
+    if tuning.fusion == "minmax":
+        return search.fuse_weighted(keyword, dense, tuning.dense_weight, extra)
+    if tuning.fusion == "rrf":
+        ranked = [sorted(side, key=side.__getitem__, reverse=True) for side in (keyword, dense)]
+        fused = search.fuse_rrf(ranked)
+        return {**dict.fromkeys(extra, 0.0), **fused}
+    return search.fuse_zscore(keyword, dense, tuning.dense_weight, extra)
 
 
 def keyword_or_nothing(best_similarity: float | None, tuning: Tuning) -> bool:

@@ -83,14 +83,19 @@ def minmax(scores: Mapping[int, float]) -> dict[int, float]:
     return {key: (value - low) / span for key, value in scores.items()}
 
 
-def fuse_weighted(keyword: Mapping[int, float], dense: Mapping[int, float], dense_weight: float) -> dict[int, float]:
+def fuse_weighted(
+    keyword: Mapping[int, float], dense: Mapping[int, float], dense_weight: float, extra: Iterable[int] = ()
+) -> dict[int, float]:
     """Weighted sum of min-max-normalised keyword (higher = better) and dense scores.
 
     A candidate missing from one side scores 0 there. On LoCoMo this beat RRF, which throws
-    away how far ahead the best keyword match is (issue 5).
+    away how far ahead the best keyword match is (issue 5); z-scores beat both.
     """
     kw, dn = minmax(keyword), minmax(dense)
-    return {key: (1.0 - dense_weight) * kw.get(key, 0.0) + dense_weight * dn.get(key, 0.0) for key in set(kw) | set(dn)}
+    return {
+        key: (1.0 - dense_weight) * kw.get(key, 0.0) + dense_weight * dn.get(key, 0.0)
+        for key in set(kw) | set(dn) | set(extra)
+    }
 
 
 def fuse_rrf(rankings: Sequence[Sequence[int]], k: int = 60) -> dict[int, float]:
@@ -102,21 +107,76 @@ def fuse_rrf(rankings: Sequence[Sequence[int]], k: int = 60) -> dict[int, float]
     return fused
 
 
-def group_boost(
-    scores: Mapping[int, float], group_of: Mapping[int, int], weight: float, top: int = 3
-) -> dict[int, float]:
-    """Add `weight` times the group's mean of its best `top` scores to each candidate.
+def zscores(scores: Mapping[int, float]) -> dict[int, float]:
+    """Standardise scores to mean 0, deviation 1 over the candidates; no spread maps to 0."""
+    if len(scores) < 2:
+        return dict.fromkeys(scores, 0.0)
+    values = list(scores.values())
+    mean = sum(values) / len(values)
+    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    if spread <= 0:
+        return dict.fromkeys(scores, 0.0)
+    return {key: (value - mean) / spread for key, value in scores.items()}
 
-    A thought in a sequence that holds several strong matches is more likely the answer than an
-    isolated one with the same score: the sequence is about the topic.
+
+def _floor(z: Mapping[int, float]) -> float:
+    # What a candidate the side did not return counts as: its weakest candidate, or one deviation
+    # below the others when the side has no spread (a single hit must still beat no hit).
+    if not z:
+        return 0.0
+    low, high = min(z.values()), max(z.values())
+    return low if high > low else low - 1.0
+
+
+def fuse_zscore(
+    keyword: Mapping[int, float], dense: Mapping[int, float], dense_weight: float, extra: Iterable[int] = ()
+) -> dict[int, float]:
+    """Weighted sum of z-scored keyword and dense scores; a side that missed a candidate gives its minimum.
+
+    Unlike min-max, one outlier does not squash every other score on its side towards zero.
+    `extra` ids (found by neither side) are scored as missed by both.
     """
-    if weight <= 0:
-        return dict(scores)
-    by_group: dict[int, list[float]] = {}
-    for key, value in scores.items():
-        by_group.setdefault(group_of.get(key, -key), []).append(value)
-    strength = {g: sum(sorted(v, reverse=True)[:top]) / top for g, v in by_group.items()}
-    return {key: value + weight * strength[group_of.get(key, -key)] for key, value in scores.items()}
+    kw, dn = zscores(keyword), zscores(dense)
+    kw_floor, dn_floor = _floor(kw), _floor(dn)
+    return {
+        key: (1.0 - dense_weight) * kw.get(key, kw_floor) + dense_weight * dn.get(key, dn_floor)
+        for key in set(kw) | set(dn) | set(extra)
+    }
+
+
+def context_boost(
+    scores: Mapping[int, float],
+    place: Mapping[int, tuple[int, int]],
+    neighbor_weight: float,
+    group_weight: float,
+    top: int = 3,
+) -> dict[int, float]:
+    """Sequence-aware scoring: credit a thought for strong neighbours and a strong sequence.
+
+    `place` maps a thought to (sequence, position). Scores are first shifted so the weakest
+    candidate is 0. A thought then gains `neighbor_weight` times the better of the thoughts just
+    before and after it (a step's meaning often spans two), and `group_weight` times the mean of
+    its sequence's best `top` scores (a sequence holding several matches is about the topic).
+    """
+    if not scores:
+        return {}
+    floor = min(scores.values())
+    shifted = {key: value - floor for key, value in scores.items()}
+    at = {place[key]: value for key, value in shifted.items() if key in place}
+    best: dict[int, list[float]] = {}
+    for key, value in shifted.items():
+        if key in place:
+            best.setdefault(place[key][0], []).append(value)
+    strength = {seq: sum(sorted(v, reverse=True)[:top]) / top for seq, v in best.items()}
+    out: dict[int, float] = {}
+    for key, value in shifted.items():
+        if key not in place:
+            out[key] = value
+            continue
+        seq, pos = place[key]
+        neighbour = max(at.get((seq, pos - 1), 0.0), at.get((seq, pos + 1), 0.0))
+        out[key] = value + neighbor_weight * neighbour + group_weight * strength[seq]
+    return out
 
 
 def feedback_terms(

@@ -40,6 +40,7 @@ class ThoughtRecord:
     thought_id: int
     sequence_key: int
     sequence_id: str
+    position: int
     number: int
     branch: str | None
     title: str
@@ -130,13 +131,27 @@ def vector_candidates(
     return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
 
 
+def neighbour_ids(conn: apsw.Connection, ids: Iterable[int], filters: SearchFilters) -> list[int]:
+    """Thoughts written just before or after the given ones in the same sequence (filters apply)."""
+    wanted = list(ids)
+    if not wanted:
+        return []
+    where, params = _where(filters)
+    sql = (
+        "SELECT DISTINCT t.id FROM thoughts c JOIN thoughts t ON t.sequence_id = c.sequence_id "
+        "AND t.position IN (c.position - 1, c.position + 1) JOIN sequences s ON s.id = t.sequence_id "
+        f"WHERE c.id IN (SELECT value FROM json_each(?)){where}"
+    )
+    return [int(r[0]) for r in conn.execute(sql, (json.dumps(wanted), *params))]
+
+
 def load_thoughts(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, ThoughtRecord]:
     """Result details for the given thought ids (missing ids are simply absent)."""
     wanted = list(ids)
     if not wanted:
         return {}
     rows = conn.execute(
-        "SELECT t.id, s.id, s.public_id, t.number, b.name, s.title, s.status, t.created_at, t.body "
+        "SELECT t.id, s.id, s.public_id, t.position, t.number, b.name, s.title, s.status, t.created_at, t.body "
         "FROM thoughts t JOIN sequences s ON s.id = t.sequence_id LEFT JOIN branches b ON b.id = t.branch "
         "WHERE t.id IN (SELECT value FROM json_each(?))",
         (json.dumps(wanted),),
@@ -146,12 +161,13 @@ def load_thoughts(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, Though
             thought_id=int(r[0]),
             sequence_key=int(r[1]),
             sequence_id=str(r[2]),
-            number=int(r[3]),
-            branch=None if r[4] is None else str(r[4]),
-            title=str(r[5]),
-            status=str(r[6]),
-            created_at=int(r[7]),
-            body=str(r[8]),
+            position=int(r[3]),
+            number=int(r[4]),
+            branch=None if r[5] is None else str(r[5]),
+            title=str(r[6]),
+            status=str(r[7]),
+            created_at=int(r[8]),
+            body=str(r[9]),
         )
         for r in rows
     }

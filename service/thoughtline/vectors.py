@@ -88,53 +88,69 @@ def reindex(conn: apsw.Connection, embedder: Embedder, *, show_progress: bool = 
         return backfill(conn, embedder, progress=bar.update)
 
 
+MAX_BLOCKS = 8
+
+
 @dataclass
 class VectorIndex:
-    """All of a store's vectors as one numpy matrix, for exact KNN in a long-lived process.
+    """All of a store's vectors in memory as numpy blocks, for exact KNN in a long-lived process.
 
-    sqlite-vec's Linux wheel has no SIMD, so its KNN costs ~70 ms at 100k vectors; a matrix
-    product costs a few. The index compares `search_state` on every query: appended vectors are
-    loaded incrementally, anything else (a delete, a reindex) reloads it whole.
+    sqlite-vec's Linux wheel has no SIMD, so its KNN costs ~70-90 ms at 100k vectors; a numpy
+    product costs ~10. Each block is stored transposed (dim x n, contiguous): `q @ block` then
+    streams memory in order, about twice as fast as `rows @ q` here. Appended vectors become a
+    new small block (no copy of the big one); blocks are merged when there are too many. The
+    index compares `search_state` on every query: appends load incrementally, anything else (a
+    delete, a reindex) reloads it whole.
     """
 
-    ids: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    matrix: NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 384), dtype=np.float32))
+    blocks: list[tuple[NDArray[np.int64], NDArray[np.float32]]] = field(default_factory=list)
     generation: int = -1
     max_id: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def refresh(self, conn: apsw.Connection) -> None:
-        """Bring the matrix in step with the store (cheap when nothing changed)."""
+        """Bring the blocks in step with the store (cheap when nothing changed)."""
         generation, max_id = search_store.vector_state(conn)
         with self._lock:
             if generation == self.generation and max_id == self.max_id:
                 return
             full = generation != self.generation
             rows = search_store.vectors_after(conn, 0 if full else self.max_id)
-            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-            if full:
-                self.ids, self.matrix = ids, mat.copy()
-            elif len(rows):
-                self.ids = np.concatenate([self.ids, ids])
-                self.matrix = np.vstack([self.matrix, mat])
+            blocks = [] if full else list(self.blocks)
+            if rows:
+                ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+                blocks.append((ids, np.ascontiguousarray(mat.T)))
+            if len(blocks) > MAX_BLOCKS:
+                ids = np.concatenate([b[0] for b in blocks])
+                blocks = [(ids, np.ascontiguousarray(np.hstack([b[1] for b in blocks])))]
+            # Readers take `self.blocks` once per search, so swapping the list is safe without a lock.
+            self.blocks = blocks
             self.generation, self.max_id = generation, max_id
 
     def __len__(self) -> int:
-        return int(self.ids.shape[0])
+        return sum(int(ids.shape[0]) for ids, _ in self.blocks)
 
     def search(
         self, query: NDArray[np.float32], k: int, allowed: Sequence[int] | None = None
     ) -> list[tuple[int, float]]:
         """The k most similar vectors as (thought id, cosine similarity), best first."""
-        ids, matrix = self.ids, self.matrix
-        if allowed is not None:
-            mask = np.isin(ids, np.asarray(allowed, dtype=np.int64))
-            ids, matrix = ids[mask], matrix[mask]
-        if ids.shape[0] == 0:
+        q = query.astype(np.float32)
+        id_parts: list[NDArray[np.int64]] = []
+        sim_parts: list[NDArray[np.float32]] = []
+        wanted = None if allowed is None else np.asarray(allowed, dtype=np.int64)
+        for ids, mat_t in self.blocks:
+            if wanted is not None:
+                mask = np.isin(ids, wanted)
+                ids, mat_t = ids[mask], mat_t[:, mask]
+            id_parts.append(ids)
+            sim_parts.append(q @ mat_t)
+        if not id_parts:
             return []
-        sims = matrix @ query.astype(np.float32)
+        all_ids, sims = np.concatenate(id_parts), np.concatenate(sim_parts)
+        if all_ids.shape[0] == 0:
+            return []
         k = min(k, sims.shape[0])
         top = np.argpartition(-sims, k - 1)[:k]
         top = top[np.argsort(-sims[top])]
-        return [(int(ids[i]), float(sims[i])) for i in top]
+        return [(int(all_ids[i]), float(sims[i])) for i in top]

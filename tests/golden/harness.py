@@ -102,4 +102,5 @@ async def library_harness(data_dir: Path, embedder: Embedder, discovery: bool = 
     try:
         yield LibraryHarness(registry, router, library, clock)
     finally:
+        await library.idle()
         await router.close_all()

@@ -1,0 +1,180 @@
+"""Search at scale: latency with 10k and 100k thoughts in one store, embedding throughput, RSS.
+
+Stores are real SQLite files with the real migrations. Embedding 100k thoughts would take the
+better part of an hour on two cores, so the big stores get synthetic text (Zipf-distributed words,
+so FTS5 sees realistic posting lists) and random unit vectors; KNN cost does not depend on what
+the vectors mean. Queries are real sentences embedded by the real model, so the reported hybrid
+latency includes query embedding, FTS5, KNN, fusion and loading the result rows.
+
+    python -m bench.search_scale [--sizes 10000,100000] [--queries 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from thoughtline import search_store, vectors
+from thoughtline.db import connect
+from thoughtline.embed import MiniLMEmbedder
+from thoughtline.migrations import migrate
+from thoughtline.retrieval import hybrid_search
+
+QUERIES = [
+    "why did the nightly export job fail",
+    "connection pool exhausted under load",
+    "decide between kafka and rabbitmq for events",
+    "memory keeps growing in the worker",
+    "how to roll back a failed schema migration",
+    "flaky test only on the build server",
+    "reduce the cloud bill for staging",
+    "rotate refresh tokens safely",
+    "cache invalidation after a price change",
+    "slow query on the orders table",
+]
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _vocabulary(rng: random.Random, size: int = 6_000) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = sorted({"".join(rng.choice(letters) for _ in range(rng.randint(3, 10))) for _ in range(size * 2)})
+    vocab = words[:size]
+    # Query words get mid-frequency ranks (as topic words have in real stores), not the top of
+    # the Zipf curve, where every thought would contain them.
+    for word in sorted(set(" ".join(QUERIES).split())):
+        vocab[rng.randrange(200, size)] = word
+    return vocab
+
+
+def build(path: Path, n: int, seed: int = 7) -> None:
+    """A store of `n` thoughts in sequences of 100, with synthetic text and unit vectors."""
+    rng = random.Random(seed)
+    vocab = _vocabulary(rng)
+    weights = [1 / (i + 1) for i in range(len(vocab))]
+    conn = connect(path, "wal")
+    migrate(conn)
+    nprng = np.random.default_rng(seed)
+    per_seq = 100
+    with conn:
+        for s in range(n // per_seq):
+            conn.execute(
+                "INSERT INTO sequences(public_id, title, total_thoughts, last_thought_number, thought_count, "
+                "created_at, updated_at) VALUES (?, 'synthetic', ?, ?, ?, ?, ?)",
+                (f"seq_{s:032x}", per_seq, per_seq, per_seq, s, s),
+            )
+            seq = conn.last_insert_rowid()
+            for p in range(1, per_seq + 1):
+                body = " ".join(rng.choices(vocab, weights, k=rng.randint(20, 80)))
+                conn.execute(
+                    "INSERT INTO thoughts(sequence_id, position, number, total, next_needed, body, created_at) "
+                    "VALUES (?, ?, ?, ?, 1, ?, ?)",
+                    (seq, p, p, per_seq, body, s),
+                )
+    ids = search_store.pending_vector_ids(conn, n)
+    for start in range(0, len(ids), 5_000):
+        chunk = ids[start : start + 5_000]
+        mat = nprng.standard_normal((len(chunk), 384)).astype(np.float32)
+        mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+        with conn:
+            search_store.store_vectors(conn, [(tid, mat[i].tobytes()) for i, tid in enumerate(chunk)])
+    conn.close()
+
+
+def _timed(fn: Callable[[], object], repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def _summary(ms: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(ms)
+    return {
+        "p50_ms": round(statistics.median(ordered), 2),
+        "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 2),
+    }
+
+
+def measure(path: Path, embedder: MiniLMEmbedder, queries: int) -> dict[str, object]:
+    """KNN alone (sqlite-vec, numpy index) and the whole hybrid search, on one store."""
+    conn = connect(path, "wal", readonly=True)
+    qvecs = embedder.embed(QUERIES)
+    rng = random.Random(1)
+    picks = [rng.randrange(len(QUERIES)) for _ in range(queries)]
+
+    def cycle() -> Callable[[], int]:
+        it = iter(picks)
+        return lambda: next(it)
+
+    pick = cycle()
+    knn = _timed(lambda: search_store.vector_candidates(conn, qvecs[pick()].tobytes(), 50), queries)
+    index = vectors.VectorIndex()
+    t0 = time.perf_counter()
+    index.refresh(conn)
+    load_s = time.perf_counter() - t0
+    pick = cycle()
+    mem = _timed(lambda: index.search(qvecs[pick()], 50), queries)
+    pick = cycle()
+    hybrid_vec0 = _timed(lambda: hybrid_search(conn, embedder, QUERIES[pick()]), queries)
+    pick = cycle()
+    hybrid_mem = _timed(lambda: hybrid_search(conn, embedder, QUERIES[pick()], index=index), queries)
+    conn.close()
+    return {
+        "knn_sqlite_vec": _summary(knn),
+        "knn_numpy_index": _summary(mem),
+        "index_load_s": round(load_s, 2),
+        "hybrid_search_sqlite_vec": _summary(hybrid_vec0),
+        "hybrid_search_numpy_index": _summary(hybrid_mem),
+        "rss_mb": round(_rss_mb(), 1),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Build the stores, measure, print JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--workdir", type=Path, default=None, help="reuse stores here (default: a temp dir)")
+    args = parser.parse_args(argv)
+    report: dict[str, object] = {"rss_mb_before_model": round(_rss_mb(), 1)}
+    embedder = MiniLMEmbedder()
+    sample = [
+        f"{q}; attempt {i} with more context about the system and what was tried" for i, q in enumerate(QUERIES * 26)
+    ]
+    embedder.embed(sample[:16])
+    start = time.perf_counter()
+    embedder.embed(sample)
+    report["embed_texts_per_s"] = round(len(sample) / (time.perf_counter() - start), 1)
+    report["rss_mb_model_loaded"] = round(_rss_mb(), 1)
+    with tempfile.TemporaryDirectory(prefix="scale-") as scratch:
+        workdir = args.workdir or Path(scratch)
+        workdir.mkdir(parents=True, exist_ok=True)
+        for n in (int(s) for s in args.sizes.split(",")):
+            path = workdir / f"scale-{n}.sqlite3"
+            if not path.exists():
+                t0 = time.perf_counter()
+                build(path, n)
+                report[f"build_{n}_s"] = round(time.perf_counter() - t0, 1)
+            report[str(n)] = measure(path, embedder, args.queries)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
