@@ -60,3 +60,13 @@ def test_importing_the_app_and_library_does_not_load_onnxruntime_or_tokenizers()
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == ""
+
+
+def test_the_search_tools_do_not_pull_numpy_into_a_cold_start() -> None:
+    # The library tools are registered at start; numpy and the model load on the first search.
+    code = (
+        "import sys, thoughtline.app, thoughtline.library_tools, thoughtline.retrieval\n"
+        "print(','.join(m for m in ('numpy', 'thoughtline.embed', 'thoughtline.vectors') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == ""

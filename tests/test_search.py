@@ -357,3 +357,37 @@ async def test_large_stores_search_through_the_in_memory_index(tmp_path: Path, e
         out = await search_for(big, "memory fragmentation over time")
         assert out["results"][0]["sequenceId"] == seq
         assert out["results"][0]["thoughtNumber"] == 2
+
+
+# --- through the real MCP client -------------------------------------------------------------
+
+
+async def test_library_tools_answer_through_the_mcp_client_with_valid_structured_output(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    from tests.support import TOKEN, mcp_client, serve_in_thread
+    from thoughtline.app import Extras, create_app
+    from thoughtline.config import Settings
+    from thoughtline.library_tools import Library
+
+    library = Library(lambda: embedder)
+    app = create_app(Settings(data_dir=tmp_path / "mcp", api_token=TOKEN), extras=Extras(tools=library.tools(True)))
+    with serve_in_thread(app) as running:
+        async with mcp_client(running.base_url) as client:
+            written = await client.call_tool(
+                "sequentialthinking",
+                {
+                    "thought": "Retry the webhook with exponential backoff.",
+                    "nextThoughtNeeded": False,
+                    "thoughtNumber": 1,
+                    "totalThoughts": 1,
+                },
+            )
+            seq = written.structured_content["sequenceId"] if written.structured_content else None
+            found = await client.call_tool("search_thoughts", {"query": "back off between webhook retries"})
+            assert not found.is_error, text(found)
+            assert found.structured_content is not None
+            assert found.structured_content["results"][0]["sequenceId"] == seq
+            resumed = await client.call_tool("manage_sequence", {"action": "resume", "sequenceId": seq})
+            assert not resumed.is_error, text(resumed)
+            assert "exponential backoff" in text(resumed)
