@@ -6,18 +6,21 @@ the first invocation (configuration, as on Lambda); stores are real SQLite files
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.applications import Starlette
 
 from tests.support import TOKEN
 from thoughtline import lambda_handler
-from thoughtline.lambda_handler import LambdaHandler
+from thoughtline.lambda_handler import HeldLifespan, LambdaHandler, LifespanError
 from thoughtline.stores import StoreRouter, UserStore
 
 URL_HOST = "abcdefghijklmnopqrstuvwxyz012345.lambda-url.eu-west-1.on.aws"
@@ -264,3 +267,17 @@ def test_a_bad_setting_fails_the_invocation_and_the_next_one_retries(
     assert handler.container is None
     monkeypatch.setenv("THOUGHTLINE_JOURNAL", "truncate")
     assert handler(http_event("GET", "/healthz"), LambdaContext())["statusCode"] == 200
+
+
+def test_a_lifespan_that_fails_to_start_says_why() -> None:
+    @asynccontextmanager
+    async def broken(app: Starlette) -> AsyncIterator[None]:
+        raise RuntimeError("no file system mounted at /mnt/thoughtline")
+        yield  # unreachable; makes this a generator
+
+    async def start() -> None:
+        held = HeldLifespan(Starlette(lifespan=broken), asyncio.get_running_loop())
+        with pytest.raises(LifespanError, match="no file system mounted"):
+            await held.startup()
+
+    asyncio.run(start())

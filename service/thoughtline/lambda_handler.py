@@ -126,12 +126,12 @@ class Container:
         # mangum drives requests with `asyncio.get_event_loop().run_until_complete(...)`, so this loop
         # must be the thread's current loop whenever mangum runs.
         asyncio.set_event_loop(self.loop)
-        self.app: Starlette = create_app(settings)
-        self.lifespan = HeldLifespan(self.app, self.loop)
         try:
+            self.app: Starlette = create_app(settings)
+            self.lifespan = HeldLifespan(self.app, self.loop)
             self.loop.run_until_complete(self.lifespan.startup())
         except BaseException:
-            self._close_loop()
+            self._close_loop()  # the next invocation starts over with a fresh loop
             raise
         self._adapter = Mangum(_WithLifespanState(self.app, self.lifespan.state), lifespan="off")
 
