@@ -186,7 +186,8 @@ class LambdaHandler:
             container.close()
 
 
-# Lambda resolves `module.handler` once per container and calls it for every invocation, so the
-# handler must exist at import. It is the module's only object, and it builds nothing until the
-# first invocation: importing this module reads no environment and opens no store.
+# Lambda resolves `module.handler` when the container starts and calls it for every invocation,
+# so the handler has to exist at import time: it is the only object this module creates then (the
+# style rule is "no module-level app, connection or client"). It builds nothing until the first
+# invocation, so importing this module reads no environment and opens no store.
 handler = LambdaHandler()
