@@ -69,7 +69,7 @@ def turn_text(turn: dict[str, str]) -> str:
     return text
 
 
-def build_store(path: Path, convo: dict[str, object], context_chars: int) -> dict[str, int]:
+def build_store(path: Path, convo: dict[str, object], passage_min_chars: int) -> dict[str, int]:
     """Write one conversation into a fresh store, embed it, and map dia_id → thought id."""
     conn = connect(path, "wal")
     migrate(conn)
@@ -97,7 +97,7 @@ def build_store(path: Path, convo: dict[str, object], context_chars: int) -> dic
                     (seq, position, position, len(turns), int(position < len(turns)), turn_text(turn), stamp),
                 )
                 dia_to_id[turn["dia_id"]] = conn.last_insert_rowid()
-    vectors.backfill(conn, MiniLMEmbedder(), context_chars=context_chars)
+    vectors.backfill(conn, MiniLMEmbedder(), passage_min_chars=passage_min_chars)
     conn.close()
     return dia_to_id
 
@@ -150,7 +150,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--conversations", default="", help="comma list of ids (default: all ten)")
     parser.add_argument("--workdir", type=Path, default=None, help="reuse stores here (default: a temp dir)")
-    parser.add_argument("--context-chars", type=int, default=vectors.CONTEXT_CHARS)
+    parser.add_argument(
+        "--passage-min-chars",
+        type=int,
+        default=vectors.PASSAGE_MIN_CHARS,
+        help="thoughts longer than this also get passage vectors (0: every multi-sentence thought)",
+    )
     defaults = Tuning()
     parser.add_argument("--fusion", choices=("zscore", "minmax", "rrf"), default=defaults.fusion)
     parser.add_argument("--dense-weight", type=float, default=defaults.dense_weight)
@@ -181,14 +186,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         for cid, convo in conversations(args.data):
             if wanted and cid not in wanted:
                 continue
-            store = workdir / f"locomo-{cid}-ctx{args.context_chars}.sqlite"
+            store = workdir / f"locomo-{cid}-p{args.passage_min_chars}.sqlite"
             mapping_file = store.with_suffix(".map.json")
             if store.exists() and mapping_file.exists():
                 dia_to_id = json.loads(mapping_file.read_text())
             else:
                 for stale in workdir.glob(store.name + "*"):
                     stale.unlink()
-                dia_to_id = build_store(store, convo, args.context_chars)
+                dia_to_id = build_store(store, convo, args.passage_min_chars)
                 mapping_file.write_text(json.dumps(dia_to_id))
             conn = connect(store, "wal", readonly=True)
             result = evaluate(conn, embedder, questions(convo, dia_to_id), tuning)
@@ -212,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.json:
         print(json.dumps({"tuning": tuning.__dict__, "summary": summary, "hybrid_r5_by_conversation": per_convo}))
         return
-    print(f"tuning: {tuning}  context_chars={args.context_chars}")
+    print(f"tuning: {tuning}  passage_min_chars={args.passage_min_chars}")
     print(f"{'mode':8} {'n':>5} {'r@5':>7} {'r@10':>7} {'hit@5':>7} {'MRR':>7} {'p50 ms':>7} {'p95 ms':>7}")
     for mode, row in summary.items():
         print(

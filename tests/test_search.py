@@ -86,9 +86,16 @@ def test_snippet_centres_on_the_query_terms_and_marks_cuts() -> None:
     assert search.make_snippet("short   text\nhere", ["x"]) == "short text here"
 
 
-def test_embedding_text_prefixes_the_tail_of_the_previous_thought() -> None:
-    assert search.embedding_text("now", "before that", context_chars=4) == "that\nnow"
-    assert search.embedding_text("now", "before", context_chars=0) == "now"
+def test_long_thoughts_are_embedded_whole_and_as_headed_passages() -> None:
+    assert search.chunk_texts("One sentence only.") == ["One sentence only."]
+    assert search.chunk_texts("Short. Two sentences.", min_chars=1000) == ["Short. Two sentences."]
+    texts = search.chunk_texts("Cache plan: use Redis. Keys expire hourly. Misses go to Postgres.")
+    assert texts[0] == "Cache plan: use Redis. Keys expire hourly. Misses go to Postgres."
+    assert texts[1] == "Cache plan: use Redis. Keys expire hourly."
+    assert texts[2] == "Cache plan: use Redis. Keys expire hourly. Misses … Keys expire hourly. Misses go to Postgres."
+    many = search.chunk_texts(" ".join(f"Sentence number {i} is here." for i in range(200)), max_chunks=16)
+    assert len(many) == 16
+    assert "Sentence number 199" in many[-1]
 
 
 # --- tools over real stores ------------------------------------------------------------------
@@ -156,6 +163,24 @@ async def test_after_the_first_search_new_thoughts_are_embedded_in_the_backgroun
     conn = _db(h, tmp_path)
     assert _count(conn, "SELECT count(*) FROM vector_queue") == 0
     assert _count(conn, "SELECT count(*) FROM thought_vectors") == 2
+    conn.close()
+
+
+async def test_meaning_past_the_models_window_is_found_and_deleted_with_its_thought(
+    h: LibraryHarness, tmp_path: Path
+) -> None:
+    filler = " ".join(f"Step {i}: reviewed the quarterly invoice totals and found them consistent." for i in range(40))
+    long = filler + " Finally, the root cause: the TLS certificate on the payment gateway expired overnight."
+    seq = await h.write_sequence([long])
+    # No shared word: only the passage vector of the last sentence can match (the whole-thought
+    # vector stops at 256 tokens and scores ~0.06 here).
+    out = await search_for(h, "the secure connection key for payments lapsed")
+    assert out["results"][0]["sequenceId"] == seq
+    assert out["results"][0]["similarity"] > 0.3
+    conn = _db(h, tmp_path)
+    assert _count(conn, "SELECT count(*) FROM thought_vectors") > 1  # whole + passages
+    await h.ok("delete_thought_sequence", {"sequenceId": seq, "confirm": True})
+    assert _count(conn, "SELECT count(*) FROM thought_vectors") == 0
     conn.close()
 
 

@@ -9,6 +9,7 @@ embedding after commits).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -84,9 +85,12 @@ class Library:
         loop = asyncio.get_running_loop()
 
         def committed(s: UserStore) -> None:
-            # Runs on the writer thread right after COMMIT; hop to the loop, never block here.
+            # Runs on the writer thread right after COMMIT: hop to the loop, never block, never
+            # raise (an exception here would escape into the writer). A closed loop means the
+            # app is shutting down; the queue keeps the work for the next search or reindex.
             if self._embedder is not None:
-                loop.call_soon_threadsafe(self._kick, s)
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self._kick, s)
 
         opened.after_commit.append(committed)
 

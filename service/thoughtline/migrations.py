@@ -168,11 +168,47 @@ END;
 CREATE INDEX thoughts_by_created ON thoughts(created_at);
 """
 
+# A thought longer than the model's 256-token window is embedded as several passages, so its
+# vectors are keyed by `thought id * VECTOR_SLOTS + slot`. sqlite-vec scans the whole table for
+# range or IN deletes but looks up `=` directly, hence one point delete per slot in the triggers.
+VECTOR_SLOTS = 16
+# Both f-strings below interpolate only these integer constants, never outside input.
+_DELETE_SLOTS = "\n".join(
+    f"    DELETE FROM thought_vectors WHERE vector_key = old.id * {VECTOR_SLOTS} + {slot};"  # noqa: S608
+    for slot in range(VECTOR_SLOTS)
+)
+SEARCH_PASSAGES = f"""
+DROP TRIGGER thoughts_search_delete;
+DROP TRIGGER thoughts_search_update;
+DROP TABLE thought_vectors;
+CREATE VIRTUAL TABLE thought_vectors USING vec0(
+    vector_key INTEGER PRIMARY KEY,
+    embedding float[384] distance_metric=cosine
+);
+INSERT OR IGNORE INTO vector_queue(thought_id) SELECT id FROM thoughts;
+UPDATE search_state SET generation = generation + 1, max_vector_id = 0 WHERE id = 1;
+
+CREATE TRIGGER thoughts_search_delete AFTER DELETE ON thoughts BEGIN
+    INSERT INTO thoughts_fts(thoughts_fts, rowid, body) VALUES ('delete', old.id, old.body);
+{_DELETE_SLOTS}
+    UPDATE search_state SET generation = generation + 1 WHERE id = 1;
+END;
+
+CREATE TRIGGER thoughts_search_update AFTER UPDATE OF body ON thoughts BEGIN
+    INSERT INTO thoughts_fts(thoughts_fts, rowid, body) VALUES ('delete', old.id, old.body);
+    INSERT INTO thoughts_fts(rowid, body) VALUES (new.id, new.body);
+{_DELETE_SLOTS}
+    INSERT OR IGNORE INTO vector_queue(thought_id) VALUES (new.id);
+    UPDATE search_state SET generation = generation + 1 WHERE id = 1;
+END;
+"""  # noqa: S608
+
 # --- end of search block ---
 
 MIGRATIONS: Sequence[Migration] = (
     Migration("0001_core", _sql(CORE)),
     Migration("0002_search", _sql(SEARCH)),
+    Migration("0003_search_passages", _sql(SEARCH_PASSAGES)),
 )
 
 

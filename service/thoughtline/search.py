@@ -251,13 +251,34 @@ def _matches(word: str, wanted: set[str]) -> bool:
     return any(word == w or (len(w) > 3 and (word.startswith(w) or w.startswith(word))) for w in wanted)
 
 
-def embedding_text(body: str, previous: str | None = None, context_chars: int = 0) -> str:
-    """The text a thought is embedded as: optionally the tail of the thought before it, then itself.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+MAX_CHUNKS = 16
+HEADING_WORDS = 8
 
-    A step of reasoning often leans on the one before ("that approach fails because …"); a little
-    of that context helps a paraphrased question find it.
+
+def chunk_texts(body: str, max_chunks: int = MAX_CHUNKS, min_chars: int = 0) -> list[str]:
+    """The texts a thought is embedded as: the whole thought, then passages of it.
+
+    MiniLM reads 256 tokens and averages them, so one vector per thought blurs a long step and
+    ignores everything past its first ~1,000 characters. Thoughts longer than `min_chars` also get
+    passages: overlapping pairs of sentences (or `max_chunks - 1` contiguous groups of them), each
+    but the first headed by the thought's opening words, which usually name its subject. A
+    thought's similarity is that of its best vector.
     """
-    if previous and context_chars > 0:
-        tail = " ".join(previous.split())[-context_chars:]
-        return f"{tail}\n{body}"
-    return body
+    text = " ".join(body.split())
+    sentences = [part.strip() for part in _SENTENCE_END.split(body) if part.strip()]
+    if len(sentences) < 2 or len(text) <= min_chars:
+        return [text]
+    passages: list[str]
+    if len(sentences) - 1 <= max_chunks - 1:
+        passages = [f"{sentences[i]} {sentences[i + 1]}" for i in range(len(sentences) - 1)]
+    else:
+        size = math.ceil(len(sentences) / (max_chunks - 1))
+        passages = [" ".join(sentences[i : i + size]) for i in range(0, len(sentences), size)]
+    heading = " ".join(text.split()[:HEADING_WORDS])
+    out = [text]
+    for i, passage in enumerate(passages[: max_chunks - 1]):
+        flat = " ".join(passage.split())
+        # The first passage already opens the thought; the others borrow its opening words.
+        out.append(flat if i == 0 else f"{heading} … {flat}")
+    return out

@@ -14,6 +14,8 @@ from typing import Any
 
 import apsw
 
+from thoughtline.migrations import VECTOR_SLOTS
+
 STATUSES = ("active", "paused", "completed", "abandoned")
 
 
@@ -51,11 +53,10 @@ class ThoughtRecord:
 
 @dataclass(frozen=True)
 class PendingThought:
-    """A thought still waiting for its vector, with the thought before it for context."""
+    """A thought still waiting for its vectors."""
 
     thought_id: int
     body: str
-    previous: str | None
 
 
 def _one(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> Any:
@@ -111,24 +112,37 @@ def filtered_thought_ids(conn: apsw.Connection, filters: SearchFilters) -> list[
 def vector_candidates(
     conn: apsw.Connection, query: bytes, k: int, allowed: Sequence[int] | None = None
 ) -> list[tuple[int, float]]:
-    """The k nearest stored vectors as (thought id, cosine similarity), best first.
+    """The k thoughts nearest to `query` as (thought id, cosine similarity), best first.
 
-    With `allowed`, only those ids are considered (sqlite-vec applies the IN inside the scan),
-    so a narrow filter still yields k neighbours instead of k-minus-the-filtered-out.
+    A thought's similarity is that of its closest vector (long thoughts have several). With
+    `allowed`, only those thoughts are considered: sqlite-vec applies the IN inside the scan, so
+    a narrow filter still yields k neighbours instead of k-minus-the-filtered-out.
     """
+    # Most thoughts have one vector; asking for twice as many leaves room for long ones.
+    fetch = 2 * k
     if allowed is not None:
         if not allowed:
             return []
         rows = conn.execute(
-            "SELECT thought_id, distance FROM thought_vectors WHERE embedding MATCH ? AND k = ? "
-            "AND thought_id IN (SELECT value FROM json_each(?))",
-            (query, k, json.dumps(list(allowed))),
+            "SELECT vector_key, distance FROM thought_vectors WHERE embedding MATCH ? AND k = ? "
+            "AND vector_key IN (SELECT t.value * ? + s.value FROM json_each(?) t, json_each(?) s)",
+            (query, fetch, VECTOR_SLOTS, json.dumps(list(allowed)), json.dumps(list(range(VECTOR_SLOTS)))),
         )
     else:
         rows = conn.execute(
-            "SELECT thought_id, distance FROM thought_vectors WHERE embedding MATCH ? AND k = ?", (query, k)
+            "SELECT vector_key, distance FROM thought_vectors WHERE embedding MATCH ? AND k = ?", (query, fetch)
         )
-    return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
+    return best_per_thought(((int(r[0]), 1.0 - float(r[1])) for r in rows), k)
+
+
+def best_per_thought(scored: Iterable[tuple[int, float]], k: int) -> list[tuple[int, float]]:
+    """Fold (vector key, similarity) pairs into each thought's best, keeping the top k thoughts."""
+    best: dict[int, float] = {}
+    for key, sim in scored:
+        tid = key // VECTOR_SLOTS
+        if sim > best.get(tid, -2.0):
+            best[tid] = sim
+    return sorted(best.items(), key=lambda item: -item[1])[:k]
 
 
 def neighbour_ids(conn: apsw.Connection, ids: Iterable[int], filters: SearchFilters) -> list[int]:
@@ -199,21 +213,20 @@ def pending_count(conn: apsw.Connection) -> int:
 
 
 def pending_thoughts(conn: apsw.Connection, ids: Sequence[int]) -> list[PendingThought]:
-    """Bodies (and the preceding thought of the same sequence) of queued thoughts, in id order."""
+    """Bodies of queued thoughts, in id order."""
     rows = conn.execute(
-        "SELECT t.id, t.body, (SELECT p.body FROM thoughts p WHERE p.sequence_id = t.sequence_id "
-        "AND p.position = t.position - 1) FROM thoughts t "
-        "WHERE t.id IN (SELECT value FROM json_each(?)) ORDER BY t.id",
+        "SELECT id, body FROM thoughts WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
         (json.dumps(list(ids)),),
     )
-    return [PendingThought(int(r[0]), str(r[1]), None if r[2] is None else str(r[2])) for r in rows]
+    return [PendingThought(int(r[0]), str(r[1])) for r in rows]
 
 
-def store_vectors(conn: apsw.Connection, rows: Sequence[tuple[int, bytes]]) -> int:
-    """Store vectors of queued thoughts and dequeue them; returns how many were stored.
+def store_vectors(conn: apsw.Connection, rows: Sequence[tuple[int, Sequence[bytes]]]) -> int:
+    """Store the vectors of queued thoughts (one per passage, at most VECTOR_SLOTS) and dequeue them.
 
-    A thought deleted (or edited) since it was read is no longer queued as it was, so its vector
-    is dropped here instead of leaving an orphan; the caller runs this inside a write transaction.
+    Returns how many thoughts were stored. A thought deleted (or edited) since it was read is no
+    longer queued as it was, so its vectors are dropped here instead of leaving orphans; the
+    caller runs this inside a write transaction.
     """
     if not rows:
         return 0
@@ -225,19 +238,22 @@ def store_vectors(conn: apsw.Connection, rows: Sequence[tuple[int, bytes]]) -> i
             (json.dumps(ids),),
         )
     }
-    keep = [(tid, blob) for tid, blob in rows if tid in queued]
+    keep = [(tid, blobs[:VECTOR_SLOTS]) for tid, blobs in rows if tid in queued and blobs]
     if not keep:
         return 0
-    max_id = int(_one(conn, "SELECT max_vector_id FROM search_state WHERE id = 1"))
-    for tid, blob in keep:
-        conn.execute("DELETE FROM thought_vectors WHERE thought_id = ?", (tid,))
-        conn.execute("INSERT INTO thought_vectors(thought_id, embedding) VALUES (?, ?)", (tid, blob))
+    max_key = int(_one(conn, "SELECT max_vector_id FROM search_state WHERE id = 1"))
+    for tid, blobs in keep:
+        base = tid * VECTOR_SLOTS
+        for slot in range(VECTOR_SLOTS):  # point deletes: sqlite-vec scans everything for ranges
+            conn.execute("DELETE FROM thought_vectors WHERE vector_key = ?", (base + slot,))
+        for slot, blob in enumerate(blobs):
+            conn.execute("INSERT INTO thought_vectors(vector_key, embedding) VALUES (?, ?)", (base + slot, blob))
         conn.execute("DELETE FROM vector_queue WHERE thought_id = ?", (tid,))
-    lowest = min(tid for tid, _ in keep)
-    highest = max(tid for tid, _ in keep)
-    # Appends above the highest stored id can be picked up incrementally by an in-memory index;
+    lowest = min(tid for tid, _ in keep) * VECTOR_SLOTS
+    highest = max(tid * VECTOR_SLOTS + len(blobs) - 1 for tid, blobs in keep)
+    # Appends above the highest stored key can be picked up incrementally by an in-memory index;
     # anything else (a backfilled gap) bumps the generation so it reloads.
-    bump = 1 if lowest <= max_id else 0
+    bump = 1 if lowest <= max_key else 0
     conn.execute(
         "UPDATE search_state SET generation = generation + ?, max_vector_id = max(max_vector_id, ?) WHERE id = 1",
         (bump, highest),
@@ -246,23 +262,23 @@ def store_vectors(conn: apsw.Connection, rows: Sequence[tuple[int, bytes]]) -> i
 
 
 def vector_state(conn: apsw.Connection) -> tuple[int, int]:
-    """(generation, highest stored vector id): what an in-memory index compares to stay fresh."""
+    """(generation, highest stored vector key): what an in-memory index compares to stay fresh."""
     row: tuple[Any, ...] = conn.execute("SELECT generation, max_vector_id FROM search_state WHERE id = 1").fetchall()[0]
     return int(row[0]), int(row[1])
 
 
 def vector_count(conn: apsw.Connection) -> int:
-    """How many vectors are stored."""
+    """How many vectors are stored (a long thought has several)."""
     return int(_one(conn, "SELECT count(*) FROM thought_vectors"))
 
 
-def vectors_after(conn: apsw.Connection, after_id: int) -> list[tuple[int, bytes]]:
-    """Every stored vector with an id above `after_id`, in id order."""
+def vectors_after(conn: apsw.Connection, after_key: int) -> list[tuple[int, bytes]]:
+    """Every stored (vector key, vector) with a key above `after_key`, in key order."""
     return [
         (int(r[0]), bytes(r[1]))
         for r in conn.execute(
-            "SELECT thought_id, embedding FROM thought_vectors WHERE thought_id > ? ORDER BY thought_id",
-            (after_id,),
+            "SELECT vector_key, embedding FROM thought_vectors WHERE vector_key > ? ORDER BY vector_key",
+            (after_key,),
         )
     ]
 

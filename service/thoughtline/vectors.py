@@ -18,26 +18,36 @@ import numpy as np
 from numpy.typing import NDArray
 
 from thoughtline import search_store
-from thoughtline.search import embedding_text
+from thoughtline.migrations import VECTOR_SLOTS
+from thoughtline.search import chunk_texts
 
 if TYPE_CHECKING:
     from thoughtline.embed import Embedder
 
 BATCH = 64
-# How much of the previous thought is embedded with each thought (characters). Measured on
-# LoCoMo; see bench/eval_locomo.py and the issue-5 report.
-CONTEXT_CHARS = 0
+# Thoughts longer than this (about MiniLM's 256-token window) also get passage vectors. Passages
+# for every multi-sentence thought helped LoCoMo a little (hybrid recall@5 +0.01) but doubled the
+# vectors, and KNN cost at 100k thoughts, so only text the model would otherwise cut gets them.
+PASSAGE_MIN_CHARS = 1_000
 
 
 def embed_pending(
-    embedder: Embedder, pending: Sequence[search_store.PendingThought], context_chars: int = CONTEXT_CHARS
-) -> list[tuple[int, bytes]]:
-    """Embed queued thoughts; returns (thought id, float32 blob) rows ready for `store_vectors`."""
+    embedder: Embedder, pending: Sequence[search_store.PendingThought], passage_min_chars: int = PASSAGE_MIN_CHARS
+) -> list[tuple[int, list[bytes]]]:
+    """Embed queued thoughts; returns (thought id, [float32 blob per passage]) for `store_vectors`."""
     if not pending:
         return []
-    texts = [embedding_text(p.body, p.previous, context_chars) for p in pending]
-    matrix = embedder.embed(texts)
-    return [(p.thought_id, matrix[i].astype(np.float32).tobytes()) for i, p in enumerate(pending)]
+    owners: list[int] = []
+    texts: list[str] = []
+    for i, p in enumerate(pending):
+        for text in chunk_texts(p.body, VECTOR_SLOTS, passage_min_chars):
+            owners.append(i)
+            texts.append(text)
+    matrix = embedder.embed(texts).astype(np.float32)
+    out: list[tuple[int, list[bytes]]] = [(p.thought_id, []) for p in pending]
+    for row, owner in enumerate(owners):
+        out[owner][1].append(matrix[row].tobytes())
+    return out
 
 
 def collect_pending(conn: apsw.Connection, limit: int = BATCH) -> list[search_store.PendingThought]:
@@ -51,7 +61,7 @@ def backfill(
     embedder: Embedder,
     *,
     batch: int = BATCH,
-    context_chars: int = CONTEXT_CHARS,
+    passage_min_chars: int = PASSAGE_MIN_CHARS,
     progress: Callable[[int], None] | None = None,
 ) -> int:
     """Embed and store every queued thought on one read-write connection; returns how many.
@@ -65,7 +75,7 @@ def backfill(
         pending = collect_pending(conn, batch)
         if not pending:
             return done
-        rows = embed_pending(embedder, pending, context_chars)
+        rows = embed_pending(embedder, pending, passage_min_chars)
         with conn:
             stored = search_store.store_vectors(conn, rows)
         # A thought deleted meanwhile is dequeued by its delete trigger, so the loop still ends.
@@ -103,6 +113,7 @@ class VectorIndex:
     delete, a reindex) reloads it whole.
     """
 
+    # (vector keys, vectors transposed to dim x n); a key is thought id * VECTOR_SLOTS + slot.
     blocks: list[tuple[NDArray[np.int64], NDArray[np.float32]]] = field(default_factory=list)
     generation: int = -1
     max_id: int = 0
@@ -134,23 +145,23 @@ class VectorIndex:
     def search(
         self, query: NDArray[np.float32], k: int, allowed: Sequence[int] | None = None
     ) -> list[tuple[int, float]]:
-        """The k most similar vectors as (thought id, cosine similarity), best first."""
+        """The k most similar thoughts as (thought id, cosine similarity of its best vector)."""
         q = query.astype(np.float32)
-        id_parts: list[NDArray[np.int64]] = []
+        key_parts: list[NDArray[np.int64]] = []
         sim_parts: list[NDArray[np.float32]] = []
         wanted = None if allowed is None else np.asarray(allowed, dtype=np.int64)
-        for ids, mat_t in self.blocks:
+        for keys, mat_t in self.blocks:
             if wanted is not None:
-                mask = np.isin(ids, wanted)
-                ids, mat_t = ids[mask], mat_t[:, mask]
-            id_parts.append(ids)
+                mask = np.isin(keys // VECTOR_SLOTS, wanted)
+                keys, mat_t = keys[mask], mat_t[:, mask]
+            key_parts.append(keys)
             sim_parts.append(q @ mat_t)
-        if not id_parts:
+        if not key_parts:
             return []
-        all_ids, sims = np.concatenate(id_parts), np.concatenate(sim_parts)
-        if all_ids.shape[0] == 0:
+        keys, sims = np.concatenate(key_parts), np.concatenate(sim_parts)
+        if keys.shape[0] == 0:
             return []
-        k = min(k, sims.shape[0])
-        top = np.argpartition(-sims, k - 1)[:k]
-        top = top[np.argsort(-sims[top])]
-        return [(int(all_ids[i]), float(sims[i])) for i in top]
+        # Twice k vectors, then the best per thought (long thoughts have several vectors).
+        fetch = min(2 * k, sims.shape[0])
+        top = np.argpartition(-sims, fetch - 1)[:fetch]
+        return search_store.best_per_thought(((int(keys[i]), float(sims[i])) for i in top), k)
