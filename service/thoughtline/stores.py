@@ -148,12 +148,20 @@ class StoreRouter:
 
     async def close_idle(self) -> int:
         """Close stores unused for longer than the idle limit; returns how many closed."""
-        cutoff = self._clock.now() - self._idle_seconds
-        idle = [key for key, s in self._open.items() if s.last_used < cutoff and s.in_flight == 0]
-        for key in idle:
-            closing = self._open.pop(key)
-            await asyncio.to_thread(closing.close)
-        return len(idle)
+        closed = 0
+        for key in list(self._open):
+            candidate = self._open.get(key)
+            # Checked right before each close: earlier closes awaited, and this store may have been used since.
+            if (
+                candidate is None
+                or candidate.in_flight
+                or candidate.last_used >= self._clock.now() - self._idle_seconds
+            ):
+                continue
+            del self._open[key]
+            await asyncio.to_thread(candidate.close)
+            closed += 1
+        return closed
 
     async def close_all(self) -> None:
         """Close every open store (at shutdown)."""
