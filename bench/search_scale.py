@@ -91,7 +91,7 @@ def build(path: Path, n: int, seed: int = 7) -> None:
         mat = nprng.standard_normal((len(chunk), 384)).astype(np.float32)
         mat /= np.linalg.norm(mat, axis=1, keepdims=True)
         with conn:
-            search_store.store_vectors(conn, [(tid, mat[i].tobytes()) for i, tid in enumerate(chunk)])
+            search_store.store_vectors(conn, [(tid, [mat[i].tobytes()]) for i, tid in enumerate(chunk)])
     conn.close()
 
 

@@ -97,6 +97,9 @@ class MiniLMEmbedder:
                 # The arena keeps the peak of the largest batch for the life of the process.
                 options.enable_cpu_mem_arena = False
                 options.log_severity_level = 3
+                # Idle worker threads otherwise spin for a while after each run and steal the
+                # CPU from the KNN and SQLite work a search does next (2 cores here).
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 if self._threads:
                     options.intra_op_num_threads = self._threads
                 path = self._model_path or _model_path()
