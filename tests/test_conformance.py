@@ -61,12 +61,8 @@ FIXTURE = "needs the suite's fixture server ('everything' server) with its test_
 EXCLUDED = {
     "logging-set-level": Exclusion("Thoughtline declares no logging capability", "logging"),
     "completion-complete": Exclusion("no completions capability (no prompts or resource templates)", "completions"),
-    "tools-call-simple-text": Exclusion(
-        f"{FIXTURE}: test_simple_text. It 'passes' only vacuously, because the unknown-tool error result has text"
-    ),
-    "tools-call-error": Exclusion(
-        f"{FIXTURE}: test_error_handling. It 'passes' only vacuously, because an unknown tool is an isError result"
-    ),
+    "tools-call-simple-text": Exclusion(f"{FIXTURE}: test_simple_text"),
+    "tools-call-error": Exclusion(f"{FIXTURE}: test_error_handling"),
     "tools-call-image": Exclusion(f"{FIXTURE}: test_image_content; Thoughtline returns text only"),
     "tools-call-audio": Exclusion(f"{FIXTURE}: test_audio_content; Thoughtline returns text only"),
     "tools-call-embedded-resource": Exclusion(f"{FIXTURE}: test_embedded_resource"),

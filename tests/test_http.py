@@ -148,3 +148,10 @@ async def test_both_eras_reach_the_same_store(server: ThreadServer) -> None:
     async with mcp_client(server.base_url, path="/mcp", mode="2026-07-28") as new:
         page = structured(await new.call_tool("get_thought_history", {"sequenceId": seq}))
     assert page["thoughts"][0]["thought"] == "shared"
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/mcp-compat"])
+def test_a_listening_get_stream_is_refused_because_the_server_is_stateless(server: ThreadServer, path: str) -> None:
+    response = httpx.get(server.base_url + path, headers={**AUTH, "Accept": "text/event-stream"})
+    assert response.status_code == 405
+    assert "POST" in response.headers["allow"]

@@ -160,13 +160,6 @@ def test_ts_client_lists_and_reads_the_app_resource(session: dict[str, Any]) -> 
     assert content["textLength"] > 1000
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "server answers resources/read for an unknown URI with JSON-RPC error code 0 (the mcp SDK's "
-        "fallback for a bare exception); the 2025 specs recommend -32002, 2026-07-28 (SEP-2164) -32602"
-    ),
-)
 def test_ts_client_reading_an_unknown_resource_gets_a_resource_not_found_code(session: dict[str, Any]) -> None:
     error = session["unknownResource"]["error"]
     assert error is not None

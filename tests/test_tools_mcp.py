@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from tests.support import ThreadServer, mcp_client, structured, text
 
@@ -212,10 +213,18 @@ async def test_delete_needs_confirm_and_removes_everything(client: Client) -> No
     assert await error_code(continued) == "sequence_not_found"
 
 
-async def test_unknown_tool_is_an_error_result(client: Client) -> None:
-    result = await client.call_tool("no_such_tool", {})
-    assert result.is_error
-    assert "unknown tool" in text(result)
+async def test_unknown_tool_is_a_protocol_error_naming_the_tools(client: Client) -> None:
+    with pytest.raises(MCPError) as err:
+        await client.call_tool("no_such_tool", {})
+    assert err.value.code == -32602
+    assert "sequentialthinking" in err.value.message
+
+
+async def test_unknown_resource_is_invalid_params_with_the_uri(client: Client) -> None:
+    with pytest.raises(MCPError) as err:
+        await client.read_resource("ui://nothing/here.html")
+    assert err.value.code == -32602
+    assert err.value.data == {"uri": "ui://nothing/here.html"}
 
 
 async def test_write_and_history_tools_link_the_app_resource_which_is_served(client: Client) -> None:

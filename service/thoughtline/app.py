@@ -20,6 +20,8 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -77,9 +79,13 @@ def build_mcp_server(registry: ToolRegistry, extras: Extras) -> Server[Any]:
     async def read_resource(
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        found = extras.resources.get(str(params.uri))
+        uri = str(params.uri)
+        found = extras.resources.get(uri)
         if found is None:
-            raise ValueError(f"unknown resource {str(params.uri)[:100]}; list resources to see what exists")
+            # -32602 with data.uri is 2026-07-28's resource-not-found (SEP-2164); 2025 clients accept it too.
+            raise MCPError(
+                INVALID_PARAMS, f"unknown resource {uri[:100]}; list resources to see what exists", {"uri": uri}
+            )
         resource, text = found
         return types.ReadResourceResult(
             contents=[
@@ -110,6 +116,19 @@ class _Endpoint:
         self._manager = manager
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") == "GET":
+            # Stateless: the server never sends unsolicited messages, so a listening stream would only
+            # hold a connection open (and a Lambda or Cloud Run instance busy). The spec allows 405.
+            body = b'{"error":"method_not_allowed","message":"This endpoint is stateless; POST JSON-RPC requests."}'
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 405,
+                    "headers": [(b"allow", b"POST, DELETE"), (b"content-type", b"application/json")],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
         await self._manager.handle_request(scope, receive, send)
 
 

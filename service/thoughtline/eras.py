@@ -29,7 +29,7 @@ def _request_id(body: bytes) -> Any:
 
 
 class ModernOnly:
-    """Pass 2026-07-28 requests to `app`; answer everything else with -32022."""
+    """Pass 2026-07-28 requests (and non-POST methods) to `app`; answer other POSTs with -32022."""
 
     def __init__(self, app: ASGIApp, compat_path: str = "/mcp-compat") -> None:
         self._app = app
@@ -40,17 +40,16 @@ class ModernOnly:
             await self._app(scope, receive, send)
             return
         version = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"mcp-protocol-version"), None)
-        if version in MODERN_PROTOCOL_VERSIONS:
+        if version in MODERN_PROTOCOL_VERSIONS or scope.get("method") != "POST":
             await self._app(scope, receive, send)
             return
         body = b""
-        if scope.get("method") == "POST":
-            more = True
-            while more:
-                message: Message = await receive()
-                body += message.get("body", b"")
-                # Only the JSON-RPC id is wanted from it; don't buffer an oversized body.
-                more = bool(message.get("more_body")) and len(body) < _MAX_PEEK
+        more = True
+        while more:
+            message: Message = await receive()
+            body += message.get("body", b"")
+            # Only the JSON-RPC id is wanted from it; don't buffer an oversized body.
+            more = bool(message.get("more_body")) and len(body) < _MAX_PEEK
         payload = {
             "jsonrpc": "2.0",
             "id": _request_id(body),

@@ -15,6 +15,8 @@ from typing import Any
 
 import apsw
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from thoughtline import arguments, history, store
 from thoughtline.clock import Clock, now_ms
@@ -197,10 +199,11 @@ class ToolRegistry:
         return name in self._specs
 
     async def call(self, name: str, args: Mapping[str, Any] | None) -> types.CallToolResult:
-        """Run one tool call; every failure becomes an error result, never an exception."""
+        """Run one tool call; every failure of a known tool becomes an error result, never an exception."""
         spec = self._specs.get(name)
         if spec is None:
-            return error_result(f"invalid_input: unknown tool '{name[:64]}'; available: {', '.join(self._specs)}.")
+            # An unknown tool is a protocol error (MCP tools spec), not a tool result the model reads.
+            raise MCPError(INVALID_PARAMS, f"Unknown tool '{name[:64]}'; available: {', '.join(self._specs)}")
         if args is not None and not isinstance(args, Mapping):
             return error_result("invalid_input: tool arguments must be a JSON object.")
         try:
