@@ -15,12 +15,19 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import mcp_types as types
-
 from thoughtline import lifecycle_store, search_store, store
 from thoughtline.arguments import coerce_int, coerce_sequence_id, coerce_str, reject_unknown
 from thoughtline.clock import now_ms
 from thoughtline.errors import DomainError, invalid
+from thoughtline.library_schemas import (
+    ACTIONS,
+    DEFAULT_LIMIT,
+    LIST_ACTION,
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
+    manage_tool,
+    search_tool,
+)
 from thoughtline.retrieval import Outcome, hybrid_search
 from thoughtline.search_store import STATUSES, SearchFilters
 from thoughtline.tools import ToolContext, ToolOutput, ToolSpec
@@ -32,17 +39,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-MAX_QUERY_CHARS = 1_000
-DEFAULT_LIMIT = 10
-MAX_LIMIT = 50
 # At most this many missing vectors are embedded inside one search call (~5 s on two cores);
 # the rest are left to the background task so a search never stalls on a large import.
 INLINE_BACKFILL = 512
 # Below this many vectors sqlite-vec's KNN is fast enough (~8 ms at 10k); above it the store's
 # vectors are kept as one numpy matrix in memory (~7 ms at 100k, issue 5).
 INDEX_MIN_VECTORS = 20_000
-ACTIONS = ("pause", "resume", "complete", "abandon")
-LIST_ACTION = "list"
 TARGET_STATUS = {"pause": "paused", "resume": "active", "complete": "completed", "abandon": "abandoned"}
 
 
@@ -154,10 +156,10 @@ class Library:
 
     def tools(self, discovery: bool) -> list[ToolSpec]:
         """`search_thoughts` and `manage_sequence`; with `discovery` off only id-held lifecycle."""
-        manage = ToolSpec(_manage_tool(discovery), _manage_handler(discovery))
+        manage = ToolSpec(manage_tool(discovery), _manage_handler(discovery))
         if not discovery:
             return [manage]
-        return [ToolSpec(_search_tool(), self._search), manage]
+        return [ToolSpec(search_tool(), self._search), manage]
 
     async def _search(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         query, limit, filters = parse_search(args)
@@ -343,124 +345,3 @@ async def _list(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
     lines = [f"{len(items)} most recently updated {kind}:" if items else f"No {kind} stored."]
     lines += [f"- {i['sequenceId']} [{i['status']}] {i['title']} ({i['thoughtHistoryLength']} thoughts)" for i in items]
     return ToolOutput(text="\n".join(lines), structured={"sequences": items})
-
-
-SEARCH_DESCRIPTION = """Search your own stored reasoning by meaning and keywords ("how did I handle X before?").
-
-Returns the best-matching thoughts with their sequenceId and thoughtNumber; read a whole sequence with
-get_thought_history. similarity is the raw semantic closeness (null for keyword-only matches). When
-nothing stored is relevant the result says so instead of guessing. Filters: sequenceId, status,
-since/until (ISO-8601), thread (restricts, never boosts)."""
-
-MANAGE_DESCRIPTION = """Change a reasoning sequence's lifecycle: pause, resume, complete or abandon it.
-
-resume returns the sequence's last thought so you can continue where it stopped (then call
-sequentialthinking with the same sequenceId)."""
-
-MANAGE_DISCOVERY = " action 'list' shows your most recently updated sequences, optionally by status."
-
-_STATUS_SCHEMA: dict[str, Any] = {"type": "string", "enum": list(STATUSES)}
-_NULLABLE_STR: dict[str, Any] = {"type": ["string", "null"]}
-
-
-def _search_tool() -> types.Tool:
-    result_item = {
-        "type": "object",
-        "properties": {
-            "sequenceId": {"type": "string"},
-            "thoughtNumber": {"type": "integer"},
-            "branchId": _NULLABLE_STR,
-            "title": {"type": "string"},
-            "snippet": {"type": "string"},
-            "score": {"type": "number"},
-            "similarity": {"type": ["number", "null"]},
-            "status": _STATUS_SCHEMA,
-            "createdAt": {"type": "string"},
-        },
-        "required": [
-            "sequenceId",
-            "thoughtNumber",
-            "branchId",
-            "title",
-            "snippet",
-            "score",
-            "similarity",
-            "status",
-            "createdAt",
-        ],
-    }
-    return types.Tool(
-        name="search_thoughts",
-        title="Search thoughts",
-        description=SEARCH_DESCRIPTION,
-        input_schema={
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
-                "sequenceId": {"type": "string", "pattern": "^seq_[0-9a-f]{32}$"},
-                "status": _STATUS_SCHEMA,
-                "since": {"type": "string", "description": "ISO-8601 date or time; thoughts written at or after it."},
-                "until": {"type": "string", "description": "ISO-8601 date or time; thoughts written at or before it."},
-                "thread": {"type": "string", "description": "Only sequences in this thread."},
-            },
-            "required": ["query"],
-            "additionalProperties": False,
-        },
-        output_schema={
-            "type": "object",
-            "properties": {
-                "results": {"type": "array", "items": result_item},
-                "abstained": {"type": "boolean"},
-                "unindexedThoughts": {"type": "integer"},
-            },
-            "required": ["results", "abstained"],
-        },
-        annotations=types.ToolAnnotations(
-            title="Search thoughts",
-            read_only_hint=True,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
-    )
-
-
-def _manage_tool(discovery: bool) -> types.Tool:
-    actions = [*ACTIONS, LIST_ACTION] if discovery else list(ACTIONS)
-    properties: dict[str, Any] = {
-        "action": {"type": "string", "enum": actions},
-        "sequenceId": {"type": "string", "pattern": "^seq_[0-9a-f]{32}$"},
-    }
-    if discovery:
-        properties["status"] = {**_STATUS_SCHEMA, "description": "With action 'list': only this status."}
-        properties["limit"] = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
-    return types.Tool(
-        name="manage_sequence",
-        title="Manage sequence",
-        description=MANAGE_DESCRIPTION + (MANAGE_DISCOVERY if discovery else ""),
-        input_schema={
-            "type": "object",
-            "properties": properties,
-            "required": ["action"],
-            "additionalProperties": False,
-        },
-        output_schema={
-            "type": "object",
-            "properties": {
-                "sequenceId": {"type": "string"},
-                "status": _STATUS_SCHEMA,
-                "thoughtHistoryLength": {"type": "integer"},
-                "totalThoughts": {"type": "integer"},
-                "lastThought": {"type": "object"},
-                "sequences": {"type": "array", "items": {"type": "object"}},
-            },
-        },
-        annotations=types.ToolAnnotations(
-            title="Manage sequence",
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
-    )

@@ -1,0 +1,140 @@
+"""Declarations of the library tools: names, descriptions, JSON Schemas and annotations.
+
+Kept apart from the handlers in `library_tools.py`, as `schemas.py` is for the core tools.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+
+from thoughtline.search_store import STATUSES
+
+MAX_QUERY_CHARS = 1_000
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 50
+ACTIONS = ("pause", "resume", "complete", "abandon")
+LIST_ACTION = "list"
+
+SEARCH_DESCRIPTION = """Search your own stored reasoning by meaning and keywords ("how did I handle X before?").
+
+Returns the best-matching thoughts with their sequenceId and thoughtNumber; read a whole sequence with
+get_thought_history. similarity is the raw semantic closeness (null for keyword-only matches). When
+nothing stored is relevant the result says so instead of guessing. Filters: sequenceId, status,
+since/until (ISO-8601), thread (restricts, never boosts)."""
+
+MANAGE_DESCRIPTION = """Change a reasoning sequence's lifecycle: pause, resume, complete or abandon it.
+
+resume returns the sequence's last thought so you can continue where it stopped (then call
+sequentialthinking with the same sequenceId)."""
+
+MANAGE_DISCOVERY = " action 'list' shows your most recently updated sequences, optionally by status."
+
+_STATUS_SCHEMA: dict[str, Any] = {"type": "string", "enum": list(STATUSES)}
+_NULLABLE_STR: dict[str, Any] = {"type": ["string", "null"]}
+
+
+def search_tool() -> types.Tool:
+    """The `search_thoughts` declaration."""
+    result_item = {
+        "type": "object",
+        "properties": {
+            "sequenceId": {"type": "string"},
+            "thoughtNumber": {"type": "integer"},
+            "branchId": _NULLABLE_STR,
+            "title": {"type": "string"},
+            "snippet": {"type": "string"},
+            "score": {"type": "number"},
+            "similarity": {"type": ["number", "null"]},
+            "status": _STATUS_SCHEMA,
+            "createdAt": {"type": "string"},
+        },
+        "required": [
+            "sequenceId",
+            "thoughtNumber",
+            "branchId",
+            "title",
+            "snippet",
+            "score",
+            "similarity",
+            "status",
+            "createdAt",
+        ],
+    }
+    return types.Tool(
+        name="search_thoughts",
+        title="Search thoughts",
+        description=SEARCH_DESCRIPTION,
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+                "sequenceId": {"type": "string", "pattern": "^seq_[0-9a-f]{32}$"},
+                "status": _STATUS_SCHEMA,
+                "since": {"type": "string", "description": "ISO-8601 date or time; thoughts written at or after it."},
+                "until": {"type": "string", "description": "ISO-8601 date or time; thoughts written at or before it."},
+                "thread": {"type": "string", "description": "Only sequences in this thread."},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+        output_schema={
+            "type": "object",
+            "properties": {
+                "results": {"type": "array", "items": result_item},
+                "abstained": {"type": "boolean"},
+                "unindexedThoughts": {"type": "integer"},
+            },
+            "required": ["results", "abstained"],
+        },
+        annotations=types.ToolAnnotations(
+            title="Search thoughts",
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )
+
+
+def manage_tool(discovery: bool) -> types.Tool:
+    """The `manage_sequence` declaration; without `discovery` there is no 'list' action."""
+    actions = [*ACTIONS, LIST_ACTION] if discovery else list(ACTIONS)
+    properties: dict[str, Any] = {
+        "action": {"type": "string", "enum": actions},
+        "sequenceId": {"type": "string", "pattern": "^seq_[0-9a-f]{32}$"},
+    }
+    if discovery:
+        properties["status"] = {**_STATUS_SCHEMA, "description": "With action 'list': only this status."}
+        properties["limit"] = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
+    return types.Tool(
+        name="manage_sequence",
+        title="Manage sequence",
+        description=MANAGE_DESCRIPTION + (MANAGE_DISCOVERY if discovery else ""),
+        input_schema={
+            "type": "object",
+            "properties": properties,
+            "required": ["action"],
+            "additionalProperties": False,
+        },
+        output_schema={
+            "type": "object",
+            "properties": {
+                "sequenceId": {"type": "string"},
+                "status": _STATUS_SCHEMA,
+                "thoughtHistoryLength": {"type": "integer"},
+                "totalThoughts": {"type": "integer"},
+                "lastThought": {"type": "object"},
+                "sequences": {"type": "array", "items": {"type": "object"}},
+            },
+        },
+        annotations=types.ToolAnnotations(
+            title="Manage sequence",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )
