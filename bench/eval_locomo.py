@@ -161,8 +161,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--dense-weight", type=float, default=defaults.dense_weight)
     parser.add_argument("--neighbor-weight", type=float, default=defaults.neighbor_weight)
     parser.add_argument("--group-weight", type=float, default=defaults.group_weight)
-    parser.add_argument("--feedback-docs", type=int, default=defaults.feedback_docs)
-    parser.add_argument("--feedback-terms", type=int, default=defaults.feedback_terms)
     parser.add_argument("--pool", type=int, default=defaults.pool)
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
@@ -172,8 +170,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         dense_weight=args.dense_weight,
         neighbor_weight=args.neighbor_weight,
         group_weight=args.group_weight,
-        feedback_docs=args.feedback_docs,
-        feedback_terms=args.feedback_terms,
         pool=args.pool,
     )
     wanted = {c.strip() for c in args.conversations.split(",") if c.strip()}

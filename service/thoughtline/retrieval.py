@@ -29,8 +29,6 @@ class Tuning:
     dense_weight: float = 0.4
     neighbor_weight: float = 0.3
     group_weight: float = 0.5
-    feedback_docs: int = 0
-    feedback_terms: int = 0
     # Raw cosine below which a vector-only match is treated as noise. Calibrated on the golden
     # set: never-stored topics peaked at 0.23, the weakest answerable paraphrase was 0.28.
     abstain_below: float = 0.25
@@ -83,8 +81,6 @@ def hybrid_search(
         match = search.natural_query(query)
         if match is not None:
             keyword = dict(search_store.keyword_candidates(conn, match, filters, tuning.pool))
-        if keyword and tuning.feedback_terms > 0:
-            keyword = _with_feedback(conn, query, terms, keyword, filters, tuning)
 
     dense: dict[int, float] = {}
     if mode in ("hybrid", "vector") and embedder is not None:
@@ -165,23 +161,3 @@ def _all_terms_hits(conn: apsw.Connection, terms: list[str], filters: SearchFilt
     if match is None:
         return 0
     return len(search_store.keyword_candidates(conn, match, filters, 1))
-
-
-def _with_feedback(
-    conn: apsw.Connection,
-    query: str,
-    terms: list[str],
-    keyword: dict[int, float],
-    filters: SearchFilters,
-    tuning: Tuning,
-) -> dict[int, float]:
-    # Pseudo-relevance feedback: expand the OR query with terms typical of the best matches.
-    top = sorted(keyword, key=lambda k: -keyword[k])[: tuning.feedback_docs]
-    bodies = [r.body for r in search_store.load_thoughts(conn, top).values()]
-    extra = search.feedback_terms(bodies, terms, {}, 1, tuning.feedback_terms)
-    if not extra:
-        return keyword
-    match = search.natural_query(query, extra)
-    if match is None:
-        return keyword
-    return dict(search_store.keyword_candidates(conn, match, filters, tuning.pool))

@@ -57,16 +57,13 @@ def content_terms(text: str) -> list[str]:
     return list(seen)
 
 
-def natural_query(text: str, extra_terms: Iterable[str] = ()) -> str | None:
-    """An OR query of the question's content words (plus feedback terms); None when empty.
+def natural_query(text: str) -> str | None:
+    """An OR query of the question's content words; None when empty.
 
     A real question rarely has every word in one thought, so the strict AND of `fts_escape`
     finds nothing; BM25 over an OR still ranks thoughts holding more and rarer terms first.
     """
     terms = content_terms(text)
-    for extra in extra_terms:
-        if extra not in terms:
-            terms.append(extra)
     if not terms:
         return None
     return " OR ".join(quote_term(t) for t in terms)
@@ -177,35 +174,6 @@ def context_boost(
         neighbour = max(at.get((seq, pos - 1), 0.0), at.get((seq, pos + 1), 0.0))
         out[key] = value + neighbor_weight * neighbour + group_weight * strength[seq]
     return out
-
-
-def feedback_terms(
-    documents: Sequence[str],
-    query_terms: Iterable[str],
-    document_frequency: Mapping[str, int],
-    total: int,
-    n: int,
-) -> list[str]:
-    """Pseudo-relevance feedback: the `n` terms most characteristic of the top documents.
-
-    Terms are weighted by their count across `documents` times their inverse document frequency
-    in the whole store, skipping stopwords, query terms, numbers and very short words.
-    """
-    if n <= 0 or not documents:
-        return []
-    skip = set(query_terms)
-    counts: dict[str, int] = {}
-    for doc in documents:
-        for word in set(tokens(doc)):
-            if len(word) < 3 or word in STOPWORDS or word in skip or word.isdigit():
-                continue
-            counts[word] = counts.get(word, 0) + 1
-    weighted = {
-        word: count * math.log(1 + total / (1 + document_frequency.get(word, 0)))
-        for word, count in counts.items()
-        if count >= 2
-    }
-    return [w for w, _ in sorted(weighted.items(), key=lambda item: (-item[1], item[0]))[:n]]
 
 
 def should_abstain(best_similarity: float | None, keyword_hits: int, threshold: float) -> bool:
