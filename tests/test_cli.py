@@ -14,6 +14,7 @@ import pytest
 from tests.support import TOKEN, mcp_client, serve_in_thread, start_child, stop_child, structured
 from thoughtline.app import create_app
 from thoughtline.config import Settings
+from thoughtline.db import connect
 from thoughtline.identity import OWNER_KEY
 from thoughtline.stores import store_path
 
@@ -126,3 +127,57 @@ async def test_serve_without_a_token_generates_one_keeps_it_and_prints_how_to_co
             assert (await client.list_tools()).tools
     finally:
         stop_child(again)
+
+
+def test_reindex_embeds_every_thought_of_every_store(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    records = "\n".join(
+        json.dumps(r)
+        for r in [
+            {
+                "type": "sequence",
+                "id": 1,
+                "public_id": "seq_" + "4" * 32,
+                "title": "t",
+                "status": "active",
+                "total_thoughts": 2,
+                "last_thought_number": 2,
+                "thought_count": 2,
+                "parent_public_id": None,
+                "kind": None,
+                "created_at": 1,
+                "updated_at": 1,
+            },
+            *[
+                {
+                    "type": "thought",
+                    "id": n,
+                    "sequence_id": 1,
+                    "position": n,
+                    "branch": None,
+                    "number": n,
+                    "total": 2,
+                    "next_needed": 1,
+                    "body": f"cache warming step {n}",
+                    "is_revision": 0,
+                    "revises_number": None,
+                    "revises_position": None,
+                    "needs_more": None,
+                    "flags": 0,
+                    "created_at": 1,
+                }
+                for n in (1, 2)
+            ],
+        ]
+    )
+    env = {"THOUGHTLINE_DATA_DIR": str(data)}
+    assert cli("import", "-", env=env, stdin=records).returncode == 0
+    result = cli("reindex", "--progress", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "2 thoughts embedded" in result.stdout
+    assert "1 store(s) reindexed" in result.stdout
+    assert "embedding" in result.stderr  # the progress bar
+    conn = connect(store_path(data, OWNER_KEY), "wal", readonly=True)
+    assert conn.execute("SELECT count(*) FROM vector_queue").fetchall()[0][0] == 0
+    assert int(conn.execute("SELECT count(*) FROM thought_vectors").fetchall()[0][0] or 0) >= 2
+    assert cli("reindex", "--user", "github:1", env=env).returncode == 1

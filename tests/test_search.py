@@ -391,12 +391,10 @@ async def test_library_tools_answer_through_the_mcp_client_with_valid_structured
     tmp_path: Path, embedder: MiniLMEmbedder
 ) -> None:
     from tests.support import TOKEN, mcp_client, serve_in_thread
-    from thoughtline.app import Extras, create_app
+    from thoughtline.app import create_app
     from thoughtline.config import Settings
-    from thoughtline.library_tools import Library
 
-    library = Library(lambda: embedder)
-    app = create_app(Settings(data_dir=tmp_path / "mcp", api_token=TOKEN), extras=Extras(tools=library.tools(True)))
+    app = create_app(Settings(data_dir=tmp_path / "mcp", api_token=TOKEN), embedder_factory=lambda: embedder)
     with serve_in_thread(app) as running:
         async with mcp_client(running.base_url) as client:
             written = await client.call_tool(
@@ -416,3 +414,22 @@ async def test_library_tools_answer_through_the_mcp_client_with_valid_structured
             resumed = await client.call_tool("manage_sequence", {"action": "resume", "sequenceId": seq})
             assert not resumed.is_error, text(resumed)
             assert "exponential backoff" in text(resumed)
+
+
+async def test_the_app_lists_library_tools_unless_the_library_is_off(tmp_path: Path) -> None:
+    from tests.support import TOKEN, mcp_client, serve_in_thread
+    from thoughtline.app import create_app
+    from thoughtline.config import Settings
+
+    names: dict[bool, set[str]] = {}
+    manage_actions: dict[bool, list[str]] = {}
+    for library in (True, False):
+        app = create_app(Settings(data_dir=tmp_path / str(library), api_token=TOKEN, library=library))
+        with serve_in_thread(app) as running:
+            async with mcp_client(running.base_url) as client:
+                tools = {t.name: t for t in (await client.list_tools()).tools}
+        names[library] = set(tools)
+        manage_actions[library] = tools["manage_sequence"].input_schema["properties"]["action"]["enum"]
+    assert names[True] - names[False] == {"search_thoughts"}
+    assert "list" in manage_actions[True]
+    assert "list" not in manage_actions[False]

@@ -11,9 +11,9 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import mcp_types as types
@@ -36,9 +36,13 @@ from thoughtline.config import Settings, settings_from_process_env
 from thoughtline.eras import ModernOnly
 from thoughtline.fastpath import DirectToolCalls
 from thoughtline.guards import AccessLog, HostOriginGuard
+from thoughtline.library_tools import Library
 from thoughtline.oauth import OAuthDoor, build_oauth
 from thoughtline.stores import StoreRouter
 from thoughtline.tools import ToolRegistry, ToolSpec, core_tools
+
+if TYPE_CHECKING:
+    from thoughtline.embed import Embedder
 
 logger = logging.getLogger(__name__)
 
@@ -172,12 +176,18 @@ UI_TOOL_META = {"ui": {"resourceUri": ui_resource.PROCESS_URI}, "ui/resourceUri"
 
 
 def create_app(
-    settings: Settings, *, clock: Clock | None = None, extras: Extras | None = None, direct_tool_calls: bool = True
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    extras: Extras | None = None,
+    embedder_factory: Callable[[], Embedder] | None = None,
+    direct_tool_calls: bool = True,
 ) -> Starlette:
-    """Build the whole service for `settings`; `clock` and `extras` are the outside boundaries.
+    """Build the whole service for `settings`.
 
-    `direct_tool_calls=False` sends every compat request through the SDK's session machinery
-    (tests compare the two paths).
+    The outside boundaries are arguments: `clock`, `extras` (OAuth verifier, routes, resources) and
+    `embedder_factory` (called on the first search, never at start). `direct_tool_calls=False`
+    sends every compat request through the SDK's session machinery (tests compare the two paths).
     """
     clock = clock or SystemClock()
     extras, oauth_door = _with_oauth_door(settings, clock, extras or Extras())
@@ -193,7 +203,10 @@ def create_app(
         resources={ui_resource.PROCESS_URI: app_resource(), **extras.resources},
         extensions={APPS_EXTENSION: {"mimeTypes": [ui_resource.APP_MIME]}, **extras.extensions},
     )
-    registry = ToolRegistry([*core_tools(UI_TOOL_META), *extras.tools], router, clock)
+    library = Library(embedder_factory) if embedder_factory is not None else Library()
+    router.on_open.append(library.attach)
+    tools = [*core_tools(UI_TOOL_META), *library.tools(discovery=settings.library), *extras.tools]
+    registry = ToolRegistry(tools, router, clock)
     server = build_mcp_server(registry, extras)
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # HostOriginGuard does it
     managers = {
@@ -266,6 +279,7 @@ def create_app(
                 sweeper.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await sweeper
+                await library.idle()
                 await router.close_all()
                 if oauth_door is not None:
                     await oauth_door.aclose()
@@ -292,6 +306,7 @@ def create_app(
     )
     app.state.router = router
     app.state.registry = registry
+    app.state.library = library
     app.state.direct_tool_calls = direct
     return app
 

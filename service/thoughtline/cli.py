@@ -161,6 +161,34 @@ def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+def cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
+    """Rebuild the keyword index and every embedding of one store, or of all of them."""
+    from thoughtline import vectors  # the model stack loads only for this command
+    from thoughtline.embed import MiniLMEmbedder
+
+    data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir
+    if args.user:
+        paths = [store_path(data_dir, args.user)]
+    else:
+        root = data_dir / "stores"
+        paths = sorted(root.glob(f"*{STORE_SUFFIX}")) if root.exists() else []
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        print(f"no store for user {args.user!r} under {data_dir / 'stores'}", file=sys.stderr)
+        return 1
+    embedder = MiniLMEmbedder()
+    for path in paths:
+        conn = connect(path, settings.journal)
+        try:
+            migrations.migrate(conn)
+            count = vectors.reindex(conn, embedder, show_progress=sys.stderr.isatty() or args.progress)
+        finally:
+            conn.close()
+        print(f"{path.name}: {count} thoughts embedded")
+    print(f"{len(paths)} store(s) reindexed")
+    return 0
+
+
 def cmd_token(settings: Settings, args: argparse.Namespace) -> int:
     """Print a new strong bearer token."""
     print(new_token())
@@ -190,6 +218,11 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             cmd.add_argument("input", help="file to read, or - for stdin")
         cmd.set_defaults(run=run)
+    reindex = sub.add_parser("reindex", help="rebuild search indexes and embeddings (all stores, or --user)")
+    reindex.add_argument("--user", help="store key: 'owner' or 'github:<account id>' (default: every store)")
+    reindex.add_argument("--data-dir")
+    reindex.add_argument("--progress", action="store_true", help="show the progress bar even when not on a terminal")
+    reindex.set_defaults(run=cmd_reindex)
     check = sub.add_parser("check", help="integrity and schema version of every store")
     check.add_argument("--data-dir")
     check.set_defaults(run=cmd_check)
