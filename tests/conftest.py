@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.interop.toolchain import InteropSetupError, Toolchain, toolchain
 from tests.support import TOKEN, ChildServer, ThreadServer, serve_in_thread, start_child, stop_child
 from thoughtline.app import create_app
 from thoughtline.config import Settings
@@ -39,3 +40,12 @@ def live_server(tmp_path: Path) -> Iterator[ChildServer]:
         yield child
     finally:
         stop_child(child)
+
+
+@pytest.fixture(scope="session")
+def node_tools() -> Toolchain:
+    """The Node toolchain of tests/interop (installed on first use); a failed install fails, never skips."""
+    try:
+        return toolchain()
+    except InteropSetupError as exc:
+        pytest.fail(str(exc), pytrace=False)

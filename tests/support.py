@@ -22,6 +22,18 @@ from starlette.applications import Starlette
 
 TOKEN = "test-token-" + "x" * 40
 
+# Debian's Chromium (.ci/run installs it), headless as root; without the background-networking
+# flags it keeps trying to reach Google's hosts from this offline machine.
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""

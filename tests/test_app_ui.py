@@ -28,19 +28,14 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
-from tests.support import ChildServer, mcp_client, start_child, stop_child
+from tests.support import CHROMIUM, ChildServer, mcp_client, start_child, stop_child
+from tests.support import CHROMIUM_ARGS as BASE_CHROMIUM_ARGS
 from thoughtline.ui_resource import APP_MIME, PROCESS_URI, load_process_html, resource_meta
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
+    *BASE_CHROMIUM_ARGS,
     # Without this, requests from a sandboxed srcdoc frame run in a separate process Playwright does
     # not observe, and "zero requests" would be vacuously true (the canary test guards this).
     "--disable-features=IsolateSandboxedIframes",

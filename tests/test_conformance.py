@@ -32,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
-from tests.interop.toolchain import InteropSetupError, Toolchain, toolchain
+from tests.interop.toolchain import Toolchain
 from tests.support import TOKEN, ChildServer, ThreadServer, serve_in_thread, start_child, stop_child
 
 pytestmark = pytest.mark.slow
@@ -130,15 +130,6 @@ def bearer_proxy(upstream: str, token: str) -> Starlette:
 
     methods = ["GET", "POST", "DELETE", "PUT", "PATCH", "OPTIONS"]
     return Starlette(routes=[Route("/{path:path}", forward, methods=methods)], lifespan=lifespan)
-
-
-@pytest.fixture(scope="module")
-def node_tools() -> Toolchain:
-    """The installed Node toolchain; a missing or failed install fails (never skips) the tests."""
-    try:
-        return toolchain()
-    except InteropSetupError as exc:
-        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(scope="module")

@@ -17,22 +17,13 @@ from typing import Any
 
 import pytest
 
-from tests.interop.toolchain import INSTALL_SCRIPT, INTEROP_DIR, InteropSetupError, Toolchain, toolchain
+from tests.interop.toolchain import INSTALL_SCRIPT, INTEROP_DIR, Toolchain
 from tests.support import TOKEN, ChildServer, mcp_client, start_child, stop_child, structured
 
 pytestmark = pytest.mark.slow
 
 CLIENT_TIMEOUT_SECONDS = 60
 APP_URI = "ui://sequential-thinking/process.html"
-
-
-@pytest.fixture(scope="module")
-def node_tools() -> Toolchain:
-    """The installed Node toolchain; a missing or failed install fails (never skips) the tests."""
-    try:
-        return toolchain()
-    except InteropSetupError as exc:
-        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(scope="module")

@@ -23,18 +23,10 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route as StarletteRoute
 
 from tests.oauth_support import authorize_url, pkce, query_of, register, running_stack, serve
+from tests.support import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 WAIT_MS = 15_000
 
 

@@ -18,7 +18,7 @@ from typing import TextIO
 
 from thoughtline import __version__, migrations, transfer
 from thoughtline.config import MIN_TOKEN_LENGTH, Settings, SettingsError, settings_from_process_env
-from thoughtline.db import connect
+from thoughtline.db import connect, write_transaction
 from thoughtline.identity import OWNER_KEY
 from thoughtline.stores import STORE_SUFFIX, check_store, store_path
 
@@ -135,13 +135,8 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     conn = connect(path, settings.journal)
     try:
         migrations.migrate(conn)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(conn):
             counts = transfer.import_records(conn, records)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
     finally:
         conn.close()
     print(f"imported {counts['sequence']} sequences, {counts['branch']} branches, {counts['thought']} thoughts")

@@ -18,7 +18,7 @@ import logging
 import os
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -87,6 +87,18 @@ def connect(path: Path, journal: Journal, *, readonly: bool = False) -> apsw.Con
             raise StorageError(f"store {path.name} refused journal_mode={mode} (got {got})")
     conn.execute("PRAGMA synchronous=FULL")
     return conn
+
+
+@contextlib.contextmanager
+def write_transaction(conn: apsw.Connection) -> Iterator[apsw.Connection]:
+    """`BEGIN IMMEDIATE` … `COMMIT`, or `ROLLBACK` if the block raises (for one-off writers: CLI, migrations)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 @dataclass

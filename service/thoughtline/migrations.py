@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import apsw
 
+from thoughtline.db import write_transaction
+
 
 class SchemaTooNewError(Exception):
     """The store was written by a newer Thoughtline; the message says how to proceed."""
@@ -240,20 +242,14 @@ def migrate(conn: apsw.Connection, migrations: Sequence[Migration] = MIGRATIONS)
     for migration in migrations:
         if migration.name in recorded:
             continue
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(conn):
             # Another process may have applied it while we waited for the write lock.
             if conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (migration.name,)).fetchall():
-                conn.execute("COMMIT")
                 continue
             migration.apply(conn)
             conn.execute(
                 "INSERT INTO schema_migrations(name, applied_at) VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ'))",
                 (migration.name,),
             )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         applied.append(migration.name)
     return applied

@@ -21,7 +21,7 @@ import apsw
 from thoughtline import migrations, store, transfer
 from thoughtline.clock import Clock, now_ms
 from thoughtline.config import Journal
-from thoughtline.db import ReadPool, StorageError, Writer, connect
+from thoughtline.db import ReadPool, StorageError, Writer, connect, write_transaction
 
 logger = logging.getLogger(__name__)
 
@@ -136,13 +136,8 @@ class StoreRouter:
         migrations.migrate(conn, self._migrations)
         if self._retention_days > 0:
             cutoff = now_ms(self._clock) - self._retention_days * 86_400_000
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with write_transaction(conn):
                 removed = store.delete_idle(conn, cutoff)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
             if removed:
                 logger.info("retention removed %d idle sequences", removed)
 

@@ -116,60 +116,66 @@ DELETE_DESCRIPTION = """Permanently delete a reasoning sequence: its thoughts, b
 Needs confirm: true. Deleting an unknown id reports deleted: false."""
 
 
+def _declare(
+    name: str,
+    title: str,
+    description: str,
+    schemas: tuple[dict[str, Any], dict[str, Any]],
+    hints: tuple[bool, bool, bool],
+    meta: dict[str, Any] | None = None,
+) -> types.Tool:
+    """A tool declaration; `hints` are (read-only, destructive, idempotent). None of ours reach outside."""
+    read_only, destructive, idempotent = hints
+    return types.Tool(
+        name=name,
+        title=title,
+        description=description,
+        input_schema=schemas[0],
+        output_schema=schemas[1],
+        annotations=types.ToolAnnotations(
+            title=title,
+            read_only_hint=read_only,
+            destructive_hint=destructive,
+            idempotent_hint=idempotent,
+            open_world_hint=False,
+        ),
+        _meta=meta,
+    )
+
+
 def core_tools(ui_meta: Mapping[str, Any] | None = None) -> list[ToolSpec]:
     """The three thinking tools; `ui_meta` links the write and history tools to the MCP App."""
     meta = dict(ui_meta) if ui_meta else None
     return [
         ToolSpec(
-            types.Tool(
-                name="sequentialthinking",
-                title="Sequential thinking",
-                description=THINK_DESCRIPTION,
-                input_schema=THOUGHT_INPUT,
-                output_schema=THOUGHT_OUTPUT,
-                annotations=types.ToolAnnotations(
-                    title="Sequential thinking",
-                    read_only_hint=False,
-                    destructive_hint=False,
-                    idempotent_hint=False,
-                    open_world_hint=False,
-                ),
-                _meta=meta,
+            _declare(
+                "sequentialthinking",
+                "Sequential thinking",
+                THINK_DESCRIPTION,
+                (THOUGHT_INPUT, THOUGHT_OUTPUT),
+                (False, False, False),
+                meta,
             ),
             _think,
         ),
         ToolSpec(
-            types.Tool(
-                name="get_thought_history",
-                title="Get thought history",
-                description=HISTORY_DESCRIPTION,
-                input_schema=HISTORY_INPUT,
-                output_schema=HISTORY_OUTPUT,
-                annotations=types.ToolAnnotations(
-                    title="Get thought history",
-                    read_only_hint=True,
-                    destructive_hint=False,
-                    idempotent_hint=True,
-                    open_world_hint=False,
-                ),
-                _meta=meta,
+            _declare(
+                "get_thought_history",
+                "Get thought history",
+                HISTORY_DESCRIPTION,
+                (HISTORY_INPUT, HISTORY_OUTPUT),
+                (True, False, True),
+                meta,
             ),
             _history,
         ),
         ToolSpec(
-            types.Tool(
-                name="delete_thought_sequence",
-                title="Delete thought sequence",
-                description=DELETE_DESCRIPTION,
-                input_schema=DELETE_INPUT,
-                output_schema=DELETE_OUTPUT,
-                annotations=types.ToolAnnotations(
-                    title="Delete thought sequence",
-                    read_only_hint=False,
-                    destructive_hint=True,
-                    idempotent_hint=True,
-                    open_world_hint=False,
-                ),
+            _declare(
+                "delete_thought_sequence",
+                "Delete thought sequence",
+                DELETE_DESCRIPTION,
+                (DELETE_INPUT, DELETE_OUTPUT),
+                (False, True, True),
             ),
             _delete,
         ),
