@@ -14,7 +14,7 @@ from typing import Any
 import apsw
 from itsdangerous import BadSignature, URLSafeSerializer
 
-from thoughtline import store
+from thoughtline import history_store, store
 from thoughtline.arguments import HistoryInput
 from thoughtline.errors import DomainError, invalid
 
@@ -73,16 +73,16 @@ def read_page(conn: apsw.Connection, inp: HistoryInput) -> HistoryPage:
     after = decode_cursor(store.cursor_secret(conn), inp)
     branch: int | bool | None = True
     if inp.branch_id is not None:
-        branch = store.branch_key_for(conn, seq.rowid, inp.branch_id)
+        branch = history_store.branch_key_for(conn, seq.rowid, inp.branch_id)
         if branch is False:
-            names = [b.name for b in store.branch_summaries(conn, seq.rowid)]
+            names = [b.name for b in history_store.branch_summaries(conn, seq.rowid)]
             raise DomainError(
                 "branch_not_found",
                 f"branch '{inp.branch_id}' is not in this sequence (branches: {', '.join(names) or 'none'}); "
                 "use 'main' for the main path or omit branchId for everything.",
             )
-    rows = store.history_rows(conn, seq.rowid, branch, after, inp.order, inp.limit + 1)
-    page: list[store.ThoughtRow] = []
+    rows = history_store.history_rows(conn, seq.rowid, branch, after, inp.order, inp.limit + 1)
+    page: list[history_store.ThoughtRow] = []
     chars = 0
     for row in rows[: inp.limit]:
         if page and chars + len(row.body) > inp.max_characters:
@@ -91,7 +91,7 @@ def read_page(conn: apsw.Connection, inp: HistoryInput) -> HistoryPage:
         chars += len(row.body)
     more = len(page) < len(rows)
     next_cursor = encode_cursor(store.cursor_secret(conn), inp, page[-1].position) if more and page else None
-    branches = store.branch_summaries(conn, seq.rowid)
+    branches = history_store.branch_summaries(conn, seq.rowid)
     sequence = {
         "sequenceId": seq.public_id,
         "title": seq.title,
@@ -103,8 +103,8 @@ def read_page(conn: apsw.Connection, inp: HistoryInput) -> HistoryPage:
         "createdAt": store.iso(seq.created_at),
         "updatedAt": store.iso(seq.updated_at),
         "parentSequenceId": seq.parent_public_id,
-        "childSequenceIds": store.child_sequence_ids(conn, seq.public_id),
-        "threads": store.thread_names(conn, seq.rowid),
+        "childSequenceIds": history_store.child_sequence_ids(conn, seq.public_id),
+        "threads": history_store.thread_names(conn, seq.rowid),
         "branches": [
             {
                 "branchId": b.name,
@@ -120,7 +120,7 @@ def read_page(conn: apsw.Connection, inp: HistoryInput) -> HistoryPage:
     return HistoryPage(structured=structured, text=render_transcript(sequence, thoughts, next_cursor))
 
 
-def _thought_dict(row: store.ThoughtRow) -> dict[str, Any]:
+def _thought_dict(row: history_store.ThoughtRow) -> dict[str, Any]:
     item: dict[str, Any] = {
         "index": row.position,
         "thoughtNumber": row.number,

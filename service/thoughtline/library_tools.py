@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from thoughtline import lifecycle_store, search_store, store
+from thoughtline import history_store, lifecycle_store, search_store, store
 from thoughtline.arguments import coerce_int, coerce_sequence_id, coerce_str, reject_unknown
 from thoughtline.clock import now_ms
 from thoughtline.errors import DomainError, invalid
@@ -288,9 +288,9 @@ async def _transition(action: str, sequence_id: str, ctx: ToolContext) -> ToolOu
     if not changed:
         raise DomainError("sequence_not_found", f"no sequence {sequence_id} in your store; check the id.")
 
-    def snapshot(conn: Any) -> tuple[store.SequenceRow | None, list[store.ThoughtRow]]:
+    def snapshot(conn: Any) -> tuple[store.SequenceRow | None, list[history_store.ThoughtRow]]:
         seq = store.get_sequence(conn, sequence_id)
-        last = store.history_rows(conn, seq.rowid, True, None, "desc", 1) if seq else []
+        last = history_store.history_rows(conn, seq.rowid, True, None, "desc", 1) if seq else []
         return seq, last
 
     seq, last = await ctx.store.read(snapshot)
