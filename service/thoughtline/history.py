@@ -70,7 +70,8 @@ def read_page(conn: apsw.Connection, inp: HistoryInput) -> HistoryPage:
             "sequence_not_found",
             f"no sequence {inp.sequence_id} in your store; check the id returned by sequentialthinking.",
         )
-    after = decode_cursor(store.cursor_secret(conn), inp)
+    secret = store.cursor_secret(conn)
+    after = decode_cursor(secret, inp)
     branch: int | bool | None = True
     if inp.branch_id is not None:
         branch = history_store.branch_key_for(conn, seq.rowid, inp.branch_id)
@@ -90,7 +91,7 @@ def read_page(conn: apsw.Connection, inp: HistoryInput) -> HistoryPage:
         page.append(row)
         chars += len(row.body)
     more = len(page) < len(rows)
-    next_cursor = encode_cursor(store.cursor_secret(conn), inp, page[-1].position) if more and page else None
+    next_cursor = encode_cursor(secret, inp, page[-1].position) if more and page else None
     branches = history_store.branch_summaries(conn, seq.rowid)
     sequence = {
         "sequenceId": seq.public_id,

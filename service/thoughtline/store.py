@@ -228,7 +228,9 @@ def append_thought(conn: apsw.Connection, inp: ThoughtInput, now_ms: int, new_pu
             "VALUES (?, ?, 'confirmed', 'agent', ?) ON CONFLICT DO NOTHING",
             (thread, seq_rowid, now_ms),
         )
-    result = _write_result(conn, inp, plan, public_id, seq_rowid, position)
+    known = list(state.branches) if state is not None else []
+    names = [*known, plan.new_branch.name] if plan.new_branch is not None else known
+    result = _write_result(inp, plan, public_id, names, position)
     if inp.request_id is not None:
         conn.execute(
             "INSERT INTO requests(request_id, sequence_id, fingerprint, result, created_at) VALUES (?, ?, ?, ?, ?)",
@@ -253,12 +255,8 @@ def _write_branch(conn: apsw.Connection, seq_rowid: int, plan: Plan, now_ms: int
     return conn.last_insert_rowid()
 
 
-def _write_result(
-    conn: apsw.Connection, inp: ThoughtInput, plan: Plan, public_id: str, seq_rowid: int, count: int
-) -> dict[str, Any]:
-    names = [
-        row[0] for row in conn.execute("SELECT name FROM branches WHERE sequence_id = ? ORDER BY id", (seq_rowid,))
-    ]
+def _write_result(inp: ThoughtInput, plan: Plan, public_id: str, names: list[str], count: int) -> dict[str, Any]:
+    """`{text, structured}`; `names` are the sequence's branches in creation order."""
     structured: dict[str, Any] = {
         "sequenceId": public_id,
         "thoughtNumber": inp.thought_number,
