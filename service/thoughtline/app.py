@@ -223,11 +223,9 @@ def create_app(
         None if settings.token_problem else settings.api_token, extras.verifier, settings.public_url
     )
     modern: ASGIApp = BearerGate(ModernOnly(_Endpoint(managers["/mcp"])), authenticator, "/mcp")
-    compat_inner: ASGIApp = _Endpoint(managers["/mcp-compat"])
-    direct = DirectToolCalls(compat_inner, registry, settings.max_body_bytes) if direct_tool_calls else None
-    if direct is not None:
-        compat_inner = direct
-    compat: ASGIApp = BearerGate(compat_inner, authenticator, "/mcp-compat")
+    compat_endpoint = _Endpoint(managers["/mcp-compat"])
+    direct = DirectToolCalls(compat_endpoint, registry, settings.max_body_bytes) if direct_tool_calls else None
+    compat: ASGIApp = BearerGate(direct or compat_endpoint, authenticator, "/mcp-compat")
 
     async def index(request: Request) -> JSONResponse:
         return JSONResponse(
