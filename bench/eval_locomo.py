@@ -162,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--neighbor-weight", type=float, default=defaults.neighbor_weight)
     parser.add_argument("--group-weight", type=float, default=defaults.group_weight)
     parser.add_argument("--pool", type=int, default=defaults.pool)
+    parser.add_argument("--context-weight", type=float, default=defaults.context_weight)
+    parser.add_argument("--title-weight", type=float, default=defaults.title_weight)
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
     tuning = replace(
@@ -171,6 +173,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         neighbor_weight=args.neighbor_weight,
         group_weight=args.group_weight,
         pool=args.pool,
+        context_weight=args.context_weight,
+        title_weight=args.title_weight,
     )
     wanted = {c.strip() for c in args.conversations.split(",") if c.strip()}
     with tempfile.TemporaryDirectory(prefix="locomo-") as scratch:
@@ -186,6 +190,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             mapping_file = store.with_suffix(".map.json")
             if store.exists() and mapping_file.exists():
                 dia_to_id = json.loads(mapping_file.read_text())
+                # A store cached by an older build gets the newer search migrations (its vectors
+                # stay valid), which also exercises the upgrade path.
+                upgrade = connect(store, "wal")
+                migrate(upgrade)
+                upgrade.close()
             else:
                 for stale in workdir.glob(store.name + "*"):
                     stale.unlink()

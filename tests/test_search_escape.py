@@ -53,6 +53,7 @@ def test_any_text_escapes_to_a_query_fts5_accepts(conn: apsw.Connection, text: s
             continue
         # Raises apsw.SQLError on a syntax error; any result list (even empty) is a pass.
         search_store.keyword_candidates(conn, match, SearchFilters(), 5)
+        search_store.keyword_candidates(conn, search.in_column("body", match), SearchFilters(), 5)
 
 
 def test_operators_in_user_text_are_searched_as_words(conn: apsw.Connection) -> None:

@@ -47,6 +47,11 @@ def fts_escape(text: str) -> str | None:
     return " ".join(quote_term(w) for w in words)
 
 
+def in_column(column: str, match: str) -> str:
+    """Restrict an FTS5 MATCH expression to one column of the index (a column filter)."""
+    return f"{column} : ({match})"
+
+
 def content_terms(text: str) -> list[str]:
     """The distinct non-stopword terms of a query, in order; all words when every one is a stopword."""
     words = tokens(text)

@@ -89,17 +89,31 @@ def _where(filters: SearchFilters) -> tuple[str, list[object]]:
     return (" AND " + " AND ".join(clauses) if clauses else ""), params
 
 
+@dataclass(frozen=True)
+class ColumnWeights:
+    """BM25 weights of the keyword index's columns (migration 0004_search_context)."""
+
+    body: float = 1.0
+    context: float = 0.1
+    title: float = 0.5
+
+
 def keyword_candidates(
-    conn: apsw.Connection, match: str, filters: SearchFilters, limit: int
+    conn: apsw.Connection,
+    match: str,
+    filters: SearchFilters,
+    limit: int,
+    weights: ColumnWeights | None = None,
 ) -> list[tuple[int, float]]:
     """Best BM25 matches for an FTS5 MATCH expression as (thought id, score), higher = better."""
+    w = weights or ColumnWeights()
     where, params = _where(filters)
     sql = (
-        "SELECT t.id, -bm25(thoughts_fts) AS score FROM thoughts_fts "
+        "SELECT t.id, -bm25(thoughts_fts, ?, ?, ?) AS score FROM thoughts_fts "
         "JOIN thoughts t ON t.id = thoughts_fts.rowid JOIN sequences s ON s.id = t.sequence_id "
-        f"WHERE thoughts_fts MATCH ?{where} ORDER BY bm25(thoughts_fts) LIMIT ?"
+        f"WHERE thoughts_fts MATCH ?{where} ORDER BY score DESC LIMIT ?"
     )
-    return [(int(r[0]), float(r[1])) for r in conn.execute(sql, (match, *params, limit))]
+    return [(int(r[0]), float(r[1])) for r in conn.execute(sql, (w.body, w.context, w.title, match, *params, limit))]
 
 
 def filtered_thought_ids(conn: apsw.Connection, filters: SearchFilters) -> list[int]:
@@ -288,7 +302,11 @@ def reset_index(conn: apsw.Connection) -> int:
 
     Returns the number of thoughts queued. Runs in the caller's write transaction.
     """
-    conn.execute("INSERT INTO thoughts_fts(thoughts_fts) VALUES ('rebuild')")
+    # The index is contentless (it holds neighbours' text), so it is refilled rather than rebuilt.
+    conn.execute("INSERT INTO thoughts_fts(thoughts_fts) VALUES ('delete-all')")
+    conn.execute(
+        "INSERT INTO thoughts_fts(rowid, body, context, title) SELECT id, body, context, title FROM thought_search_text"
+    )
     conn.execute("DELETE FROM thought_vectors")
     conn.execute("DELETE FROM vector_queue")
     conn.execute("INSERT INTO vector_queue(thought_id) SELECT id FROM thoughts")

@@ -1,0 +1,126 @@
+"""The keyword index's document expansion: neighbours' text and the sequence title (0004_search_context)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+import pytest
+
+from thoughtline import search, search_store
+from thoughtline.db import connect
+from thoughtline.migrations import MIGRATIONS, migrate
+from thoughtline.search_store import ColumnWeights, SearchFilters
+
+STEPS = [
+    "The nightly export keeps timing out.",
+    "Profiling shows the serializer walks every revision twice.",
+    "Caching the revision list fixed it.",
+    "Unrelated: rotate the signing keys next week.",
+]
+PROBES = ["export", "serializer", "revision", "caching", "signing", "nightly", "keys", "billing"]
+
+
+def _add_sequence(conn: apsw.Connection, public_id: str, title: str, bodies: list[str]) -> int:
+    with conn:
+        conn.execute(
+            "INSERT INTO sequences(public_id, title, total_thoughts, last_thought_number, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, 0, 0)",
+            (public_id, title, len(bodies), len(bodies)),
+        )
+        seq = conn.last_insert_rowid()
+        for position, body in enumerate(bodies, start=1):
+            conn.execute(
+                "INSERT INTO thoughts(sequence_id, position, number, total, next_needed, body, created_at) "
+                "VALUES (?, ?, ?, ?, 1, ?, 0)",
+                (seq, position, position, len(bodies), body),
+            )
+    return int(seq)
+
+
+def _ids(conn: apsw.Connection, match: str, weights: ColumnWeights | None = None) -> list[int]:
+    return [tid for tid, _ in search_store.keyword_candidates(conn, match, SearchFilters(), 10, weights)]
+
+
+def _snapshot(conn: apsw.Connection) -> dict[str, list[tuple[int, float]]]:
+    return {
+        p: [(t, round(s, 9)) for t, s in search_store.keyword_candidates(conn, f'"{p}"', SearchFilters(), 50)]
+        for p in PROBES
+    }
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Iterator[apsw.Connection]:
+    opened = connect(tmp_path / "store.sqlite3", "wal")
+    migrate(opened)
+    yield opened
+    opened.close()
+
+
+def test_in_column_wraps_a_match_in_a_column_filter() -> None:
+    assert search.in_column("body", '"a" "b"') == 'body : ("a" "b")'
+
+
+def test_a_thought_is_found_by_its_neighbours_words_below_the_thought_that_holds_them(conn: apsw.Connection) -> None:
+    _add_sequence(conn, "seq_a", "Export timeouts", STEPS)
+    # "serializer" is only in step 2; steps 1 and 3 hold it as context, step 4 does not.
+    found = _ids(conn, '"serializer"')
+    assert found[0] == 2
+    assert set(found) == {1, 2, 3}
+    # With the context column weighed at zero, the neighbours still match but score nothing.
+    scores = dict(search_store.keyword_candidates(conn, '"serializer"', SearchFilters(), 10, ColumnWeights(context=0)))
+    assert scores[2] > 0
+    assert scores[1] == scores[3] == 0
+
+
+def test_the_sequence_title_matches_every_thought_of_the_sequence(conn: apsw.Connection) -> None:
+    _add_sequence(conn, "seq_a", "Quarterly billing migration", STEPS)
+    _add_sequence(conn, "seq_b", "Something else", ["A thought about invoices."])
+    assert set(_ids(conn, '"billing"')) == {1, 2, 3, 4}
+
+
+def test_the_strict_match_sees_only_the_thoughts_own_text(conn: apsw.Connection) -> None:
+    _add_sequence(conn, "seq_a", "Export timeouts", STEPS)
+    both = search.fts_escape("serializer caching")
+    assert both is not None
+    assert set(_ids(conn, both)) == {2, 3}  # each holds one word and the other as context
+    assert _ids(conn, search.in_column("body", both)) == []
+
+
+def test_writes_edits_and_deletes_keep_the_index_equal_to_a_full_refill(conn: apsw.Connection) -> None:
+    def refilled() -> dict[str, list[tuple[int, float]]]:
+        with conn:
+            search_store.reset_index(conn)
+        return _snapshot(conn)
+
+    _add_sequence(conn, "seq_a", "Export timeouts", STEPS)
+    _add_sequence(conn, "seq_b", "Key rotation", ["Rotate the signing keys.", "Billing keys too."])
+    incremental = _snapshot(conn)
+    assert incremental == refilled()
+    with conn:
+        conn.execute("UPDATE thoughts SET body = 'Caching the export manifest instead.' WHERE id = 3")
+    incremental = _snapshot(conn)
+    assert incremental["serializer"]
+    assert {t for t, _ in incremental["caching"]} == {2, 3, 4}
+    assert incremental == refilled()
+    with conn:
+        conn.execute("DELETE FROM thoughts WHERE id = 2")  # a middle step: 1 and 3 lose it as context
+    incremental = _snapshot(conn)
+    assert incremental["serializer"] == []
+    assert incremental == refilled()
+    with conn:
+        conn.execute("DELETE FROM sequences WHERE public_id = 'seq_a'")
+    incremental = _snapshot(conn)
+    assert {t for t, _ in incremental["keys"]} == {5, 6}
+    assert incremental == refilled()
+
+
+def test_a_store_upgraded_to_0004_indexes_its_existing_thoughts_with_context(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "old.sqlite3", "wal")
+    migrate(conn, MIGRATIONS[:3])
+    _add_sequence(conn, "seq_a", "Export timeouts", STEPS)
+    assert migrate(conn) == ["0004_search_context"]
+    assert set(_ids(conn, '"serializer"')) == {1, 2, 3}
+    assert _ids(conn, search.in_column("body", '"serializer"')) == [2]
+    conn.close()
