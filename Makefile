@@ -23,7 +23,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: lint typecheck
-	$(BIN)/pytest
+	$(BIN)/pytest --cov=thoughtline --cov-report=term:skip-covered --cov-fail-under=85
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
