@@ -51,6 +51,7 @@ class Scores:
     hit5: list[float]
     rr: list[float]
     latency_ms: list[float]
+    category: list[int]
 
 
 def conversations(path: Path) -> Iterator[tuple[str, dict[str, object]]]:
@@ -120,7 +121,7 @@ def evaluate(
     conn: apsw.Connection, embedder: MiniLMEmbedder, qs: Sequence[Question], tuning: Tuning
 ) -> dict[str, Scores]:
     """Run every question in every mode and collect the metrics."""
-    results = {m: Scores([], [], [], [], []) for m in MODES}
+    results = {m: Scores([], [], [], [], [], []) for m in MODES}
     # Abstention is a product behaviour; the evaluation ranks everything.
     tuning = replace(tuning, abstain_below=-1.0)
     for q in qs:
@@ -136,6 +137,7 @@ def evaluate(
             first = next((i for i, tid in enumerate(ranked) if tid in q.evidence), None)
             s.rr.append(0.0 if first is None else 1.0 / (first + 1))
             s.latency_ms.append(elapsed)
+            s.category.append(q.category)
     return results
 
 
@@ -164,6 +166,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--pool", type=int, default=defaults.pool)
     parser.add_argument("--context-weight", type=float, default=defaults.context_weight)
     parser.add_argument("--title-weight", type=float, default=defaults.title_weight)
+    parser.add_argument("--phrase-weight", type=float, default=defaults.phrase_weight)
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
     tuning = replace(
@@ -175,13 +178,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         pool=args.pool,
         context_weight=args.context_weight,
         title_weight=args.title_weight,
+        phrase_weight=args.phrase_weight,
     )
     wanted = {c.strip() for c in args.conversations.split(",") if c.strip()}
     with tempfile.TemporaryDirectory(prefix="locomo-") as scratch:
         workdir = args.workdir or Path(scratch)
         workdir.mkdir(parents=True, exist_ok=True)
         embedder = MiniLMEmbedder()
-        totals = {m: Scores([], [], [], [], []) for m in MODES}
+        totals = {m: Scores([], [], [], [], [], []) for m in MODES}
         per_convo: dict[str, float] = {}
         for cid, convo in conversations(args.data):
             if wanted and cid not in wanted:
@@ -205,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             conn.close()
             per_convo[cid] = statistics.fmean(result["hybrid"].r5)
             for mode in MODES:
-                for name in ("r5", "r10", "hit5", "rr", "latency_ms"):
+                for name in ("r5", "r10", "hit5", "rr", "latency_ms", "category"):
                     getattr(totals[mode], name).extend(getattr(result[mode], name))
     summary = {
         mode: {
@@ -219,8 +223,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         }
         for mode, s in totals.items()
     }
+    hybrid = totals["hybrid"]
+    by_category = {
+        c: round(statistics.fmean(r for r, k in zip(hybrid.r5, hybrid.category, strict=True) if k == c), 4)
+        for c in sorted(set(hybrid.category))
+    }
     if args.json:
-        print(json.dumps({"tuning": tuning.__dict__, "summary": summary, "hybrid_r5_by_conversation": per_convo}))
+        print(
+            json.dumps(
+                {
+                    "tuning": tuning.__dict__,
+                    "summary": summary,
+                    "hybrid_r5_by_conversation": per_convo,
+                    "hybrid_r5_by_category": by_category,
+                }
+            )
+        )
         return
     print(f"tuning: {tuning}  passage_min_chars={args.passage_min_chars}")
     print(f"{'mode':8} {'n':>5} {'r@5':>7} {'r@10':>7} {'hit@5':>7} {'MRR':>7} {'p50 ms':>7} {'p95 ms':>7}")
@@ -229,6 +247,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{mode:8} {row['questions']:>5} {row['recall@5']:>7.4f} {row['recall@10']:>7.4f} "
             f"{row['hit@5']:>7.4f} {row['mrr']:>7.4f} {row['p50_ms']:>7.2f} {row['p95_ms']:>7.2f}"
         )
+    print("hybrid r@5 by category: " + ", ".join(f"{c} {v:.3f}" for c, v in by_category.items()))
     print("hybrid r@5 by conversation: " + ", ".join(f"{c} {v:.3f}" for c, v in sorted(per_convo.items())))
 
 

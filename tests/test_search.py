@@ -70,6 +70,21 @@ def test_zscore_fusion_ranks_a_single_hit_above_what_its_side_missed() -> None:
     assert fused[2] < fused[1]
 
 
+def test_phrase_query_pairs_adjacent_content_words_once_skipping_stopwords_and_repeats() -> None:
+    assert search.phrase_query("When did Melanie join the pottery class?") == '"melanie join" OR "pottery class"'
+    assert search.phrase_query("Pottery class, pottery class: lake lake") == (
+        '"pottery class" OR "class pottery" OR "class lake"'
+    )
+    assert search.phrase_query("the cat and the dog") is None
+    assert search.phrase_query("checkout") is None
+
+
+def test_add_scores_adds_a_weighted_bonus_and_starts_newcomers_at_the_weakest_base_score() -> None:
+    out = search.add_scores({1: 4.0, 2: 1.0}, {2: 6.0, 3: 2.0}, weight=0.5)
+    assert out == {1: 4.0, 2: 4.0, 3: 2.0}
+    assert search.add_scores({}, {5: 2.0}, weight=0.5) == {5: 1.0}
+
+
 def test_abstain_only_without_keyword_evidence_and_with_weak_similarity() -> None:
     assert search.should_abstain(0.1, 0, 0.25)
     assert search.should_abstain(None, 0, 0.25)

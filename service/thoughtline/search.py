@@ -6,6 +6,7 @@ live in `search_store.py`; `retrieval.py` wires the two together.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -72,6 +73,30 @@ def natural_query(text: str) -> str | None:
     if not terms:
         return None
     return " OR ".join(quote_term(t) for t in terms)
+
+
+def phrase_query(text: str) -> str | None:
+    """An OR query of the phrases two adjacent content words of the question make; None when none do.
+
+    "support group" or "pottery class" name a topic more sharply than either word: a thought
+    holding the phrase earns a bonus on top of its BM25 score (see `add_scores`).
+    """
+    words = tokens(text)
+    pairs: dict[str, None] = {}
+    for a, b in itertools.pairwise(words):
+        if a not in STOPWORDS and b not in STOPWORDS and a != b:
+            pairs.setdefault(f"{a} {b}", None)
+    # A quoted string of several words is an FTS5 phrase: its tokens must be adjacent, in order.
+    return " OR ".join(quote_term(p) for p in pairs) or None
+
+
+def add_scores(base: Mapping[int, float], bonus: Mapping[int, float], weight: float) -> dict[int, float]:
+    """`base` plus `weight` times `bonus`; an id only in `bonus` starts from the weakest base score."""
+    floor = min(base.values()) if base else 0.0
+    out = dict(base)
+    for key, value in bonus.items():
+        out[key] = out.get(key, floor) + weight * value
+    return out
 
 
 def minmax(scores: Mapping[int, float]) -> dict[int, float]:
