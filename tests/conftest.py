@@ -49,3 +49,13 @@ def node_tools() -> Toolchain:
         return toolchain()
     except InteropSetupError as exc:
         pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChildServer]:
+    """One `thoughtline serve` child process shared by a module's tests."""
+    child = start_child(tmp_path_factory.mktemp("module-server") / "data")
+    try:
+        yield child
+    finally:
+        stop_child(child)

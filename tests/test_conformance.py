@@ -33,7 +33,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 from tests.interop.toolchain import Toolchain
-from tests.support import TOKEN, ChildServer, ThreadServer, serve_in_thread, start_child, stop_child
+from tests.support import TOKEN, ChildServer, ThreadServer, serve_in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -133,13 +133,9 @@ def bearer_proxy(upstream: str, token: str) -> Starlette:
 
 
 @pytest.fixture(scope="module")
-def thoughtline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChildServer]:
-    """A real `thoughtline serve` process."""
-    child = start_child(tmp_path_factory.mktemp("conformance") / "data")
-    try:
-        yield child
-    finally:
-        stop_child(child)
+def thoughtline(module_server: ChildServer) -> ChildServer:
+    """The module's real `thoughtline serve` process (see conftest)."""
+    return module_server
 
 
 @pytest.fixture(scope="module")

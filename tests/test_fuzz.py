@@ -6,7 +6,7 @@ import json
 import string
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import apsw
 import httpx
@@ -18,23 +18,11 @@ from tests.support import TOKEN, ThreadServer, serve_in_thread
 from thoughtline.app import create_app
 from thoughtline.arguments import THOUGHT_FIELDS
 from thoughtline.config import Settings
+from thoughtline.errors import ErrorCode
 from thoughtline.identity import OWNER_KEY
 from thoughtline.stores import store_path
 
-CODES = {
-    "sequence_not_found",
-    "thought_not_found",
-    "branch_not_found",
-    "branch_point_not_found",
-    "branch_conflict",
-    "branch_id_required",
-    "revision_target_required",
-    "revision_target_not_found",
-    "idempotency_conflict",
-    "invalid_input",
-    "thread_not_found",
-    "storage_error",
-}
+CODES = set(get_args(ErrorCode))
 HEADERS = {
     "Accept": "application/json, text/event-stream",
     "Content-Type": "application/json",

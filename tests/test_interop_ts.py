@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.interop.toolchain import INSTALL_SCRIPT, INTEROP_DIR, Toolchain
-from tests.support import TOKEN, ChildServer, mcp_client, start_child, stop_child, structured
+from tests.support import TOKEN, ChildServer, mcp_client, structured
 
 pytestmark = pytest.mark.slow
 
@@ -27,13 +26,9 @@ APP_URI = "ui://sequential-thinking/process.html"
 
 
 @pytest.fixture(scope="module")
-def interop_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChildServer]:
-    """One `thoughtline serve` process shared by this module's tests."""
-    child = start_child(tmp_path_factory.mktemp("interop-ts") / "data")
-    try:
-        yield child
-    finally:
-        stop_child(child)
+def interop_server(module_server: ChildServer) -> ChildServer:
+    """The module's real `thoughtline serve` process (see conftest)."""
+    return module_server
 
 
 def run_client(tools: Toolchain, mode: str, server: ChildServer, token: str) -> dict[str, Any]:
