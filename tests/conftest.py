@@ -11,6 +11,7 @@ from tests.interop.toolchain import InteropSetupError, Toolchain, toolchain
 from tests.support import TOKEN, ChildServer, ThreadServer, serve_in_thread, start_child, stop_child
 from thoughtline.app import create_app
 from thoughtline.config import Settings
+from thoughtline.embed import MiniLMEmbedder
 
 
 @pytest.fixture
@@ -59,3 +60,9 @@ def module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChildSer
         yield child
     finally:
         stop_child(child)
+
+
+@pytest.fixture(scope="session")
+def embedder() -> MiniLMEmbedder:
+    """The real MiniLM model, loaded once for the whole run (tests that need it ask for it)."""
+    return MiniLMEmbedder()

@@ -6,14 +6,8 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 from thoughtline.embed import MAX_TOKENS, MINILM_DIM, MiniLMEmbedder
-
-
-@pytest.fixture(scope="module")
-def embedder() -> MiniLMEmbedder:
-    return MiniLMEmbedder()
 
 
 def test_vectors_are_unit_length_float32_of_the_declared_dimension(embedder: MiniLMEmbedder) -> None:

@@ -118,11 +118,6 @@ def test_long_thoughts_are_embedded_whole_and_as_headed_passages() -> None:
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(scope="module")
-def embedder() -> MiniLMEmbedder:
-    return MiniLMEmbedder()
-
-
 @pytest.fixture
 async def h(tmp_path: Path, embedder: MiniLMEmbedder) -> AsyncIterator[LibraryHarness]:
     async with library_harness(tmp_path / "data", embedder) as harness:

@@ -20,11 +20,6 @@ from thoughtline.embed import MiniLMEmbedder
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(scope="module")
-def embedder() -> MiniLMEmbedder:
-    return MiniLMEmbedder()
-
-
 @pytest.fixture
 async def harness(tmp_path: Path, embedder: MiniLMEmbedder) -> AsyncIterator[LibraryHarness]:
     async with library_harness(tmp_path / "data", embedder) as h:
