@@ -392,6 +392,9 @@ async def test_large_stores_search_through_the_in_memory_index(tmp_path: Path, e
         out = await search_for(big, "memory fragmentation over time")
         assert out["results"][0]["sequenceId"] == seq
         assert out["results"][0]["thoughtNumber"] == 2
+        assert big.library.indexed_stores == 1
+        await big.router.close_all()
+        assert big.library.indexed_stores == 0  # a closed store's vectors leave memory with it
 
 
 # --- through the real MCP client -------------------------------------------------------------

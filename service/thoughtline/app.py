@@ -205,6 +205,7 @@ def create_app(
     )
     library = Library(embedder_factory) if embedder_factory is not None else Library()
     router.on_open.append(library.attach)
+    router.on_close.append(library.detach)
     tools = [*core_tools(UI_TOOL_META), *library.tools(discovery=settings.library), *extras.tools]
     registry = ToolRegistry(tools, router, clock)
     server = build_mcp_server(registry, extras)

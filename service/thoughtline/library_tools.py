@@ -96,6 +96,15 @@ class Library:
 
         opened.after_commit.append(committed)
 
+    @property
+    def indexed_stores(self) -> int:
+        """How many stores currently have their vectors held in memory."""
+        return len(self._indexes)
+
+    def detach(self, opened: UserStore) -> None:
+        """Forget a closing store's in-memory vectors (register with `StoreRouter.on_close`)."""
+        self._indexes.pop(str(opened.path), None)
+
     def _kick(self, opened: UserStore) -> None:
         key = str(opened.path)
         self._dirty.add(key)

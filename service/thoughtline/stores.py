@@ -96,6 +96,7 @@ class StoreRouter:
         self._open: dict[str, UserStore] = {}
         self._opening: dict[str, asyncio.Lock] = {}
         self.on_open: list[Callable[[UserStore], None]] = []
+        self.on_close: list[Callable[[UserStore], None]] = []
 
     @property
     def open_count(self) -> int:
@@ -154,7 +155,7 @@ class StoreRouter:
             ):
                 continue
             del self._open[key]
-            await asyncio.to_thread(candidate.close)
+            await self._close(candidate)
             closed += 1
         return closed
 
@@ -162,7 +163,12 @@ class StoreRouter:
         """Close every open store (at shutdown)."""
         stores, self._open = list(self._open.values()), {}
         for opened in stores:
-            await asyncio.to_thread(opened.close)
+            await self._close(opened)
+
+    async def _close(self, opened: UserStore) -> None:
+        for hook in self.on_close:
+            hook(opened)
+        await asyncio.to_thread(opened.close)
 
 
 def check_store(path: Path, journal: Journal, known: tuple[migrations.Migration, ...]) -> list[str]:

@@ -98,6 +98,7 @@ async def library_harness(data_dir: Path, embedder: Embedder, discovery: bool = 
     router = StoreRouter(data_dir, "wal", typed_clock)
     library = Library(lambda: embedder)
     router.on_open.append(library.attach)
+    router.on_close.append(library.detach)
     registry = ToolRegistry([*core_tools(), *library.tools(discovery)], router, typed_clock)
     try:
         yield LibraryHarness(registry, router, library, clock)
