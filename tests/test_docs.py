@@ -52,3 +52,15 @@ def test_server_json_matches_the_package() -> None:
     for variable in package["environmentVariables"]:
         assert f'"{variable["name"]}"' in CONFIG
     assert package["transport"]["url"].endswith("/mcp-compat")
+
+
+def test_every_cli_command_is_in_the_readme() -> None:
+    import argparse
+
+    from thoughtline.cli import build_parser
+
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    table = README.split("## Command line", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"`thoughtline ([a-z]+)", table))
+    assert listed == set(sub.choices)
