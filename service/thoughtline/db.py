@@ -139,10 +139,10 @@ class Writer:
     and only then resolves the callers' futures. A write is acknowledged only after COMMIT.
     """
 
-    def __init__(self, path: Path, journal: Journal, *, on_commit: Callable[[], None] | None = None) -> None:
+    def __init__(self, path: Path, journal: Journal) -> None:
         self._path = path
         self._journal = journal
-        self._on_commit = on_commit
+        self._on_commit: Callable[[], None] | None = None
         self._queue: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
         self._ready = threading.Event()
         self._open_error: BaseException | None = None
