@@ -312,3 +312,19 @@ async def test_no_token_code_or_secret_reaches_the_logs_or_the_auth_database(
         assert value not in server_lines
         assert value.encode() not in database
     assert hashlib.sha256(signed.tokens["access_token"].encode()).hexdigest().encode() in database
+
+
+async def test_the_static_token_door_opens_for_the_exact_token_only() -> None:
+    secret = "s" * 40
+    door = auth.Authenticator(secret, None, None)
+
+    def scope(token: str) -> dict[str, object]:
+        return {"type": "http", "headers": [(b"authorization", f"Bearer {token}".encode())]}
+
+    owner, _ = await door.principal(scope(secret), "/mcp")
+    assert owner is not None
+    assert owner.user_key == "owner"
+    for near_miss in (secret[:-1], secret + "s", secret[:-1] + "t", secret.upper(), " " + secret + "x"):
+        principal, sent = await door.principal(scope(near_miss), "/mcp")
+        assert principal is None
+        assert sent
