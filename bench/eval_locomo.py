@@ -23,11 +23,11 @@ from pathlib import Path
 
 import apsw
 
-from thoughtline import vectors
-from thoughtline.db import connect
-from thoughtline.embed import MiniLMEmbedder
-from thoughtline.migrations import migrate
-from thoughtline.retrieval import Tuning, hybrid_search
+from thoughtline.library import vectors
+from thoughtline.library.embed import MiniLMEmbedder
+from thoughtline.library.retrieval import Tuning, hybrid_search
+from thoughtline.storage.db import connect
+from thoughtline.storage.migrations import migrate
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.zip"
 MODES = ("keyword", "vector", "hybrid")

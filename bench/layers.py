@@ -39,13 +39,14 @@ from bench.rpc import THOUGHT_TEXT, headers, think_arguments
 from bench.run import RESULTS_DIR
 from bench.server import new_token, start
 from bench.stats import Summary
-from thoughtline import arguments, store
-from thoughtline.app import create_app
 from thoughtline.clock import SystemClock, now_ms
 from thoughtline.config import Settings
+from thoughtline.domain import arguments
 from thoughtline.identity import OWNER_KEY, Principal, reset_principal, set_principal
-from thoughtline.stores import StoreRouter
-from thoughtline.tools import ToolRegistry, core_tools, new_sequence_id
+from thoughtline.mcp.tools import ToolRegistry, core_tools, new_sequence_id
+from thoughtline.storage import thoughts as store
+from thoughtline.storage.router import StoreRouter
+from thoughtline.web.app import create_app
 
 Call = Callable[[int], Awaitable[None]]
 T = TypeVar("T")

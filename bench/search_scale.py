@@ -23,11 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
-from thoughtline import search_store, vectors
-from thoughtline.db import connect
-from thoughtline.embed import MiniLMEmbedder
-from thoughtline.migrations import migrate
-from thoughtline.retrieval import hybrid_search
+from thoughtline.library import vectors
+from thoughtline.library.embed import MiniLMEmbedder
+from thoughtline.library.retrieval import hybrid_search
+from thoughtline.storage import search as search_store
+from thoughtline.storage.db import connect
+from thoughtline.storage.migrations import migrate
 
 QUERIES = [
     "why did the nightly export job fail",

@@ -9,9 +9,9 @@ import pytest
 
 from tests.interop.toolchain import InteropSetupError, Toolchain, toolchain
 from tests.support import TOKEN, ChildServer, ThreadServer, serve_in_thread, start_child, stop_child
-from thoughtline.app import create_app
 from thoughtline.config import Settings
-from thoughtline.embed import MiniLMEmbedder
+from thoughtline.library.embed import MiniLMEmbedder
+from thoughtline.web.app import create_app
 
 
 @pytest.fixture

@@ -41,10 +41,10 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
 from tests.fake_github import API_PREFIX, FakeGitHub
-from thoughtline.app import Extras, create_app
 from thoughtline.clock import Clock
 from thoughtline.config import Settings
 from thoughtline.oauth import CimdPolicy, OAuthDoor, build_oauth
+from thoughtline.web.app import Extras, create_app
 
 START_TIMEOUT = 10.0
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from thoughtline.ui_resource import APP_MIME, PROCESS_URI, load_process_html, resource_meta
+from thoughtline.mcp.ui_resource import APP_MIME, PROCESS_URI, load_process_html, resource_meta
 
 SIZE_BUDGET_BYTES = 48 * 1024
 

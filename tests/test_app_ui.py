@@ -30,7 +30,7 @@ from playwright.sync_api import (
 
 from tests.support import CHROMIUM, ChildServer, mcp_client, start_child, stop_child
 from tests.support import CHROMIUM_ARGS as BASE_CHROMIUM_ARGS
-from thoughtline.ui_resource import APP_MIME, PROCESS_URI, load_process_html, resource_meta
+from thoughtline.mcp.ui_resource import APP_MIME, PROCESS_URI, load_process_html, resource_meta
 
 pytestmark = pytest.mark.slow
 

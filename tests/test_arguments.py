@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from thoughtline.arguments import parse_delete, parse_history, parse_thought
+from thoughtline.domain.arguments import parse_delete, parse_history, parse_thought
 from thoughtline.errors import DomainError
 
 BASE: dict[str, Any] = {"thought": "x", "nextThoughtNeeded": True, "thoughtNumber": 1, "totalThoughts": 2}

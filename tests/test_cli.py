@@ -12,11 +12,11 @@ import apsw
 import pytest
 
 from tests.support import TOKEN, mcp_client, serve_in_thread, start_child, stop_child, structured
-from thoughtline.app import create_app
 from thoughtline.config import Settings
-from thoughtline.db import connect
 from thoughtline.identity import OWNER_KEY
-from thoughtline.stores import store_path
+from thoughtline.storage.db import connect
+from thoughtline.storage.router import store_path
+from thoughtline.web.app import create_app
 
 
 def cli(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -8,8 +8,8 @@ import tomllib
 from pathlib import Path
 
 from thoughtline import __version__
-from thoughtline.app import create_app
 from thoughtline.config import Settings
+from thoughtline.web.app import create_app
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

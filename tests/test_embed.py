@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from thoughtline.embed import MAX_TOKENS, MINILM_DIM, MiniLMEmbedder
+from thoughtline.library.embed import MAX_TOKENS, MINILM_DIM, MiniLMEmbedder
 
 
 def test_vectors_are_unit_length_float32_of_the_declared_dimension(embedder: MiniLMEmbedder) -> None:
@@ -48,7 +48,8 @@ def test_empty_input_needs_no_model() -> None:
 
 def test_importing_the_app_and_library_does_not_load_onnxruntime_or_tokenizers() -> None:
     code = (
-        "import sys, thoughtline.app, thoughtline.library_tools, thoughtline.vectors, thoughtline.retrieval\n"
+        "import sys, thoughtline.web.app, thoughtline.mcp.library_tools\n"
+        "import thoughtline.library.vectors, thoughtline.library.retrieval\n"
         "loaded = sorted(m for m in ('onnxruntime', 'tokenizers') if m in sys.modules)\n"
         "print(','.join(loaded))\n"
     )
@@ -59,8 +60,9 @@ def test_importing_the_app_and_library_does_not_load_onnxruntime_or_tokenizers()
 def test_the_search_tools_do_not_pull_numpy_into_a_cold_start() -> None:
     # The library tools are registered at start; numpy and the model load on the first search.
     code = (
-        "import sys, thoughtline.app, thoughtline.library_tools, thoughtline.retrieval\n"
-        "print(','.join(m for m in ('numpy', 'thoughtline.embed', 'thoughtline.vectors') if m in sys.modules))\n"
+        "import sys, thoughtline.web.app, thoughtline.mcp.library_tools, thoughtline.library.retrieval\n"
+        "heavy = ('numpy', 'thoughtline.library.embed', 'thoughtline.library.vectors')\n"
+        "print(','.join(m for m in heavy if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == ""

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from tests.support import TOKEN, ThreadServer, serve_in_thread
-from thoughtline.app import create_app
 from thoughtline.config import Settings
+from thoughtline.web.app import create_app
 
 HEADERS = {
     "Accept": "application/json, text/event-stream",

@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support import TOKEN, ThreadServer, serve_in_thread
-from thoughtline.app import create_app
-from thoughtline.arguments import THOUGHT_FIELDS
 from thoughtline.config import Settings
+from thoughtline.domain.arguments import THOUGHT_FIELDS
 from thoughtline.errors import ErrorCode
 from thoughtline.identity import OWNER_KEY
-from thoughtline.stores import store_path
+from thoughtline.storage.router import store_path
+from thoughtline.web.app import create_app
 
 CODES = set(get_args(ErrorCode))
 HEADERS = {

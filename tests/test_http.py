@@ -56,8 +56,8 @@ def test_public_url_fixes_the_origin_in_the_challenge(tmp_path: object) -> None:
     from pathlib import Path
 
     from tests.support import serve_in_thread
-    from thoughtline.app import create_app
     from thoughtline.config import Settings
+    from thoughtline.web.app import create_app
 
     settings = Settings(data_dir=Path(str(tmp_path)) / "d", api_token=TOKEN, public_url="https://thoughts.example.com")
     with serve_in_thread(create_app(settings)) as running:

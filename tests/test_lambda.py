@@ -19,9 +19,9 @@ import pytest
 from starlette.applications import Starlette
 
 from tests.support import TOKEN
-from thoughtline import lambda_handler
-from thoughtline.lambda_handler import HeldLifespan, LambdaHandler, LifespanError
-from thoughtline.stores import StoreRouter, UserStore
+from thoughtline.storage.router import StoreRouter, UserStore
+from thoughtline.web import lambda_handler
+from thoughtline.web.lambda_handler import HeldLifespan, LambdaHandler, LifespanError
 
 URL_HOST = "abcdefghijklmnopqrstuvwxyz012345.lambda-url.eu-west-1.on.aws"
 API_HOST = "a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com"

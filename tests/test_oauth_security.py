@@ -22,11 +22,11 @@ from tests.oauth_support import (
     sign_in,
 )
 from tests.support import mcp_client, structured
-from thoughtline import auth
 from thoughtline.oauth import signing
 from thoughtline.oauth.cimd import CimdPolicy, _address_allowed, fetch_client
 from thoughtline.oauth.provider import ACCESS_TTL_SECONDS
 from thoughtline.oauth.storage import AUTH_DIR, AUTH_FILE
+from thoughtline.web import auth
 
 pytestmark = pytest.mark.anyio
 

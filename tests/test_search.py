@@ -13,10 +13,11 @@ import pytest
 
 from tests.golden.harness import LibraryHarness, library_harness
 from tests.support import text
-from thoughtline import search, search_store, vectors
-from thoughtline.db import connect
-from thoughtline.embed import MiniLMEmbedder
-from thoughtline.stores import store_path
+from thoughtline.library import search, vectors
+from thoughtline.library.embed import MiniLMEmbedder
+from thoughtline.storage import search as search_store
+from thoughtline.storage.db import connect
+from thoughtline.storage.router import store_path
 
 # --- pure rules ------------------------------------------------------------------------------
 
@@ -337,7 +338,7 @@ async def test_with_the_library_off_only_id_held_lifecycle_remains(tmp_path: Pat
 def test_in_memory_index_matches_sqlite_vec_and_follows_appends_and_deletes(
     tmp_path: Path, embedder: MiniLMEmbedder
 ) -> None:
-    from thoughtline.migrations import migrate
+    from thoughtline.storage.migrations import migrate
 
     conn = connect(tmp_path / "s.sqlite3", "wal")
     migrate(conn)
@@ -404,8 +405,8 @@ async def test_library_tools_answer_through_the_mcp_client_with_valid_structured
     tmp_path: Path, embedder: MiniLMEmbedder
 ) -> None:
     from tests.support import TOKEN, mcp_client, serve_in_thread
-    from thoughtline.app import create_app
     from thoughtline.config import Settings
+    from thoughtline.web.app import create_app
 
     app = create_app(Settings(data_dir=tmp_path / "mcp", api_token=TOKEN), embedder_factory=lambda: embedder)
     with serve_in_thread(app) as running:
@@ -431,8 +432,8 @@ async def test_library_tools_answer_through_the_mcp_client_with_valid_structured
 
 async def test_the_app_lists_library_tools_unless_the_library_is_off(tmp_path: Path) -> None:
     from tests.support import TOKEN, mcp_client, serve_in_thread
-    from thoughtline.app import create_app
     from thoughtline.config import Settings
+    from thoughtline.web.app import create_app
 
     names: dict[bool, set[str]] = {}
     manage_actions: dict[bool, list[str]] = {}

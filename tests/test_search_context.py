@@ -8,10 +8,11 @@ from pathlib import Path
 import apsw
 import pytest
 
-from thoughtline import search, search_store
-from thoughtline.db import connect
-from thoughtline.migrations import MIGRATIONS, migrate
-from thoughtline.search_store import ColumnWeights, SearchFilters
+from thoughtline.library import search
+from thoughtline.storage import search as search_store
+from thoughtline.storage.db import connect
+from thoughtline.storage.migrations import MIGRATIONS, migrate
+from thoughtline.storage.search import ColumnWeights, SearchFilters
 
 STEPS = [
     "The nightly export keeps timing out.",

@@ -10,10 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from thoughtline import search, search_store
-from thoughtline.db import connect
-from thoughtline.migrations import migrate
-from thoughtline.search_store import SearchFilters
+from thoughtline.library import search
+from thoughtline.storage import search as search_store
+from thoughtline.storage.db import connect
+from thoughtline.storage.migrations import migrate
+from thoughtline.storage.search import SearchFilters
 
 # Text weighted towards what breaks naive FTS5 quoting: quotes, operators, column filters,
 # prefix stars, parentheses, NEAR, unicode and control characters.

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.golden.harness import GOLDEN, LibraryHarness, library_harness
-from thoughtline.embed import MiniLMEmbedder
+from thoughtline.library.embed import MiniLMEmbedder
 
 pytestmark = pytest.mark.anyio
 

@@ -11,12 +11,12 @@ from typing import Any
 import apsw
 import pytest
 
-from thoughtline import migrations
-from thoughtline.arguments import ThoughtInput
-from thoughtline.db import Writer, connect
+from thoughtline.domain.arguments import ThoughtInput
 from thoughtline.identity import OWNER_KEY, github_user_key
-from thoughtline.store import append_thought, get_sequence
-from thoughtline.stores import StoreRouter, store_path
+from thoughtline.storage import migrations
+from thoughtline.storage.db import Writer, connect
+from thoughtline.storage.router import StoreRouter, store_path
+from thoughtline.storage.thoughts import append_thought, get_sequence
 
 pytestmark = pytest.mark.anyio
 

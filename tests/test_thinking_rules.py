@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from thoughtline.arguments import ThoughtInput
-from thoughtline.errors import DomainError
-from thoughtline.thinking import (
+from thoughtline.domain.arguments import ThoughtInput
+from thoughtline.domain.thinking import (
     BranchInfo,
     SequenceState,
     ThoughtRef,
@@ -16,6 +15,7 @@ from thoughtline.thinking import (
     plan_thought,
     resolve,
 )
+from thoughtline.errors import DomainError
 
 
 class Book:

@@ -16,11 +16,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from thoughtline import __version__, migrations, transfer
+from thoughtline import __version__
 from thoughtline.config import MIN_TOKEN_LENGTH, Settings, SettingsError, settings_from_process_env
-from thoughtline.db import connect, write_transaction
 from thoughtline.identity import OWNER_KEY
-from thoughtline.stores import STORE_SUFFIX, check_store, store_path
+from thoughtline.storage import migrations, transfer
+from thoughtline.storage.db import connect, write_transaction
+from thoughtline.storage.router import STORE_SUFFIX, check_store, store_path
 
 TOKEN_FILE = ".mcp_api_token"  # noqa: S105 - a file name, not a secret
 
@@ -73,7 +74,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     """Run the HTTP server with uvicorn."""
     import uvicorn
 
-    from thoughtline.app import create_app
+    from thoughtline.web.app import create_app
 
     settings = settings.with_overrides(
         host=args.host or settings.host,
@@ -158,8 +159,8 @@ def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
     """Rebuild the keyword index and every embedding of one store, or of all of them."""
-    from thoughtline import vectors  # the model stack loads only for this command
-    from thoughtline.embed import MiniLMEmbedder
+    from thoughtline.library import vectors  # the model stack loads only for this command
+    from thoughtline.library.embed import MiniLMEmbedder
 
     data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir
     if args.user:

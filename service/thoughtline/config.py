@@ -1,7 +1,7 @@
 """Settings: the one place Thoughtline reads the environment.
 
 `Settings.from_env(os.environ)` is called by the CLI and by the zero-argument
-factory `thoughtline.app:create_app_from_env` for `uvicorn --factory`; every other
+factory `thoughtline.web.app:create_app_from_env` for `uvicorn --factory`; every other
 module receives a `Settings` (or the pieces it needs) as an argument.
 """
 

@@ -17,11 +17,11 @@ import mcp_types as types
 
 from tests.support import text
 from thoughtline.clock import Clock
-from thoughtline.embed import Embedder
 from thoughtline.identity import Principal, reset_principal, set_principal
-from thoughtline.library_tools import Library
-from thoughtline.stores import StoreRouter
-from thoughtline.tools import ToolRegistry, core_tools
+from thoughtline.library.embed import Embedder
+from thoughtline.mcp.library_tools import Library
+from thoughtline.mcp.tools import ToolRegistry, core_tools
+from thoughtline.storage.router import StoreRouter
 
 GOLDEN = Path(__file__).parent
 

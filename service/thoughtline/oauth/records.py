@@ -12,8 +12,8 @@ from typing import Literal
 
 import apsw
 
-from thoughtline.migrations import Migration, migrate
 from thoughtline.oauth.signing import digest
+from thoughtline.storage.migrations import Migration, migrate
 
 SCHEMA = """
 CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;

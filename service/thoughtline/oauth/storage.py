@@ -4,7 +4,7 @@ Why a database and not only signed tokens: codes must be single-use, refresh tok
 reuse detection, and a reused code or refresh token must revoke everything its grant issued. All
 three need state every instance sees, so a stateless multi-instance deployment keeps it in
 `<data_dir>/_auth/auth.sqlite3` on the same shared volume as the user stores, opened through
-`thoughtline.db` (same PRAGMAs, journal mode, single writer). Tokens and codes are random and stored
+`thoughtline.storage.db` (same PRAGMAs, journal mode, single writer). Tokens and codes are random and stored
 only as SHA-256 digests: a copy of the file grants nothing.
 """
 
@@ -20,7 +20,6 @@ import anyio
 import apsw
 
 from thoughtline.config import Journal
-from thoughtline.db import ReadPool, Writer
 from thoughtline.identity import OWNER_KEY, github_user_key
 from thoughtline.oauth.records import (
     CodeRecord,
@@ -33,6 +32,7 @@ from thoughtline.oauth.records import (
     revoke,
 )
 from thoughtline.oauth.signing import digest
+from thoughtline.storage.db import ReadPool, Writer
 
 T = TypeVar("T")
 

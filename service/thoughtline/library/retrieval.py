@@ -1,6 +1,6 @@
 """Hybrid retrieval: one search over a store, from query text to ranked, explained results.
 
-Joins the pure rules of `search.py` to the queries of `search_store.py` and an `Embedder`.
+Joins the pure rules of `search.py` to the queries of `storage/search.py` and an `Embedder`.
 Runs on one read connection (a snapshot); vectors still missing are the caller's to embed first
 (see `vectors.py`), so a search never writes.
 """
@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from thoughtline import search, search_store
-from thoughtline.search_store import ColumnWeights, SearchFilters, ThoughtRecord
+from thoughtline.library import search
+from thoughtline.storage import search as search_store
+from thoughtline.storage.search import ColumnWeights, SearchFilters, ThoughtRecord
 
 if TYPE_CHECKING:
-    from thoughtline.embed import Embedder
-    from thoughtline.vectors import VectorIndex
+    from thoughtline.library.embed import Embedder
+    from thoughtline.library.vectors import VectorIndex
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ APP_MIME = "text/html;profile=mcp-app"
 """The only MIME type hosts render as an MCP App (ext-apps spec 2026-01-26)."""
 
 _PACKAGED = ("_ui", "process.html")
-# service/thoughtline/ui_resource.py -> the repository root is two directories above the package.
-_REPO_COPY = Path(__file__).resolve().parents[2] / "ui" / "process.html"
+# service/thoughtline/mcp/ui_resource.py -> the repository root is three directories above this one.
+_REPO_COPY = Path(__file__).resolve().parents[3] / "ui" / "process.html"
 
 
 def load_process_html() -> str:

@@ -1,7 +1,7 @@
 """Pure search logic: FTS5 query building, score fusion, snippets and abstention.
 
 Nothing here touches SQLite or the model, so every rule is tested directly. The store queries
-live in `search_store.py`; `retrieval.py` wires the two together.
+live in `storage/search.py`; `retrieval.py` wires the two together.
 """
 
 from __future__ import annotations

@@ -18,10 +18,11 @@ from typing import TypeVar
 
 import apsw
 
-from thoughtline import migrations, store, transfer
 from thoughtline.clock import Clock, now_ms
 from thoughtline.config import Journal
-from thoughtline.db import ReadPool, StorageError, Writer, connect, write_transaction
+from thoughtline.storage import migrations, transfer
+from thoughtline.storage import thoughts as store
+from thoughtline.storage.db import ReadPool, StorageError, Writer, connect, write_transaction
 
 logger = logging.getLogger(__name__)
 

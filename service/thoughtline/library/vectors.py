@@ -17,12 +17,12 @@ import apsw
 import numpy as np
 from numpy.typing import NDArray
 
-from thoughtline import search_store
-from thoughtline.migrations import VECTOR_SLOTS
-from thoughtline.search import chunk_texts
+from thoughtline.library.search import chunk_texts
+from thoughtline.storage import search as search_store
+from thoughtline.storage.migrations import VECTOR_SLOTS
 
 if TYPE_CHECKING:
-    from thoughtline.embed import Embedder
+    from thoughtline.library.embed import Embedder
 
 BATCH = 64
 # Thoughts longer than this (about MiniLM's 256-token window) also get passage vectors. Passages

@@ -11,8 +11,8 @@ from typing import Any
 
 import apsw
 
-from thoughtline.arguments import MAIN_BRANCH
-from thoughtline.store import rows
+from thoughtline.domain.arguments import MAIN_BRANCH
+from thoughtline.storage.thoughts import rows
 
 
 def branch_key_for(conn: apsw.Connection, seq_rowid: int, name: str) -> int | bool | None:

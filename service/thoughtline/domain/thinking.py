@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from thoughtline.arguments import MAIN_BRANCH, ThoughtInput
+from thoughtline.domain.arguments import MAIN_BRANCH, ThoughtInput
 from thoughtline.errors import DomainError, invalid
 
 TITLE_CHARS = 160

@@ -22,7 +22,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from thoughtline.tools import ToolRegistry
+from thoughtline.mcp.tools import ToolRegistry
 
 _ALLOWED_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 _ALLOWED_PARAMS = frozenset({"name", "arguments", "_meta"})

@@ -15,11 +15,11 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from thoughtline import history_store, lifecycle_store, search_store, store
-from thoughtline.arguments import coerce_int, coerce_sequence_id, coerce_str, reject_unknown
 from thoughtline.clock import now_ms
+from thoughtline.domain.arguments import coerce_int, coerce_sequence_id, coerce_str, reject_unknown
 from thoughtline.errors import DomainError, invalid
-from thoughtline.library_schemas import (
+from thoughtline.library.retrieval import Outcome, hybrid_search
+from thoughtline.mcp.library_schemas import (
     ACTIONS,
     DEFAULT_LIMIT,
     LIST_ACTION,
@@ -28,14 +28,17 @@ from thoughtline.library_schemas import (
     manage_tool,
     search_tool,
 )
-from thoughtline.retrieval import Outcome, hybrid_search
-from thoughtline.search_store import STATUSES, SearchFilters
-from thoughtline.tools import ToolContext, ToolOutput, ToolSpec
+from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolSpec
+from thoughtline.storage import history as history_store
+from thoughtline.storage import lifecycle as lifecycle_store
+from thoughtline.storage import search as search_store
+from thoughtline.storage import thoughts as store
+from thoughtline.storage.search import STATUSES, SearchFilters
 
 if TYPE_CHECKING:
-    from thoughtline.embed import Embedder
-    from thoughtline.stores import UserStore
-    from thoughtline.vectors import VectorIndex
+    from thoughtline.library.embed import Embedder
+    from thoughtline.library.vectors import VectorIndex
+    from thoughtline.storage.router import UserStore
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +52,7 @@ TARGET_STATUS = {"pause": "paused", "resume": "active", "complete": "completed",
 
 
 def _default_embedder() -> Embedder:
-    from thoughtline.embed import MiniLMEmbedder
+    from thoughtline.library.embed import MiniLMEmbedder
 
     return MiniLMEmbedder()
 
@@ -142,7 +145,7 @@ class Library:
 
     async def backfill(self, opened: UserStore, limit: int = INLINE_BACKFILL) -> int:
         """Embed up to `limit` thoughts that have no vector yet; returns how many were stored."""
-        from thoughtline import vectors
+        from thoughtline.library import vectors
 
         pending = await opened.read(lambda conn: vectors.collect_pending(conn, limit))
         if not pending:
@@ -158,7 +161,7 @@ class Library:
             self._indexes.pop(key, None)
             return None
         if key not in self._indexes:
-            from thoughtline.vectors import VectorIndex
+            from thoughtline.library.vectors import VectorIndex
 
             self._indexes[key] = VectorIndex()
         return self._indexes[key]

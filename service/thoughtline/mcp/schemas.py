@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from thoughtline.arguments import (
+from thoughtline.domain.arguments import (
     MAX_BRANCH_ID_CHARS,
     MAX_HISTORY_CHARS,
     MAX_HISTORY_LIMIT,

@@ -1,7 +1,7 @@
 """MCP tool adapters: declarations (schemas, annotations) and the thin handlers behind them.
 
 Handlers parse arguments (`arguments.py`), run one store function in the writer or a read
-snapshot, and shape the result; domain rules live in `thinking.py`, SQL in `store.py`.
+snapshot, and shape the result; domain rules live in `thinking.py`, SQL in `storage/thoughts.py`.
 """
 
 from __future__ import annotations
@@ -18,13 +18,12 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from thoughtline import arguments, history, store
 from thoughtline.clock import Clock, now_ms
-from thoughtline.db import StorageError
+from thoughtline.domain import arguments
 from thoughtline.errors import DomainError
 from thoughtline.identity import current_principal
-from thoughtline.migrations import SchemaTooNewError
-from thoughtline.schemas import (
+from thoughtline.mcp import history
+from thoughtline.mcp.schemas import (
     DELETE_INPUT,
     DELETE_OUTPUT,
     HISTORY_INPUT,
@@ -32,7 +31,10 @@ from thoughtline.schemas import (
     THOUGHT_INPUT,
     THOUGHT_OUTPUT,
 )
-from thoughtline.stores import StoreRouter, UserStore
+from thoughtline.storage import thoughts as store
+from thoughtline.storage.db import StorageError
+from thoughtline.storage.migrations import SchemaTooNewError
+from thoughtline.storage.router import StoreRouter, UserStore
 
 logger = logging.getLogger(__name__)
 

@@ -14,11 +14,12 @@ from typing import Any
 import apsw
 from itsdangerous import BadSignature, URLSafeSerializer
 
-from thoughtline import history_store, store
-from thoughtline.arguments import HistoryInput
+from thoughtline.domain.arguments import HistoryInput
 from thoughtline.errors import DomainError, invalid
+from thoughtline.storage import history as history_store
+from thoughtline.storage import thoughts as store
 
-_SALT = "thoughtline.history.v1"
+_SALT = "thoughtline.mcp.history.v1"
 
 
 def _serializer(secret: str) -> URLSafeSerializer:

@@ -1,6 +1,6 @@
 """Moving a whole store in and out: JSON Lines export/import and integrity checks.
 
-Part of the store layer (the only other home of SQL besides `store.py` and the migrations).
+Part of the store layer (the only other home of SQL besides `storage/thoughts.py` and the migrations).
 Export writes parents before children; import remaps row ids and runs in the caller's transaction,
 so a failed import leaves nothing behind.
 """
@@ -13,7 +13,7 @@ from typing import Any
 import apsw
 
 from thoughtline.errors import DomainError
-from thoughtline.store import get_sequence
+from thoughtline.storage.thoughts import get_sequence
 
 
 def iter_export(conn: apsw.Connection) -> Iterator[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """AWS Lambda entry point: one app, one event loop and one lifespan per container, many invocations.
 
-Configure the function with handler `thoughtline.lambda_handler.handler`. API Gateway HTTP API
+Configure the function with handler `thoughtline.web.lambda_handler.handler`. API Gateway HTTP API
 (payload 2.0) and Lambda Function URL events are translated by mangum.
 
 Why not `handler = Mangum(create_app_from_env())`: mangum's default runs the ASGI lifespan around
@@ -33,8 +33,8 @@ from mangum import Mangum
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from thoughtline.app import create_app
 from thoughtline.config import Settings, settings_from_process_env
+from thoughtline.web.app import create_app
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import apsw
 
-from thoughtline.migrations import VECTOR_SLOTS
+from thoughtline.storage.migrations import VECTOR_SLOTS
 
 STATUSES = ("active", "paused", "completed", "abandoned")
 

@@ -15,9 +15,8 @@ from typing import Any
 
 import apsw
 
-from thoughtline.arguments import ThoughtInput
-from thoughtline.errors import DomainError
-from thoughtline.thinking import (
+from thoughtline.domain.arguments import ThoughtInput
+from thoughtline.domain.thinking import (
     BranchInfo,
     Finder,
     Plan,
@@ -28,6 +27,7 @@ from thoughtline.thinking import (
     plan_thought,
     render_write,
 )
+from thoughtline.errors import DomainError
 
 FLAG_REOPENED = 1
 FLAG_NUMBER_REUSED = 2

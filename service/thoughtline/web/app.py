@@ -29,20 +29,22 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from thoughtline import __version__, migrations, ui_resource
-from thoughtline.auth import Authenticator, BearerGate, TokenVerifier
+from thoughtline import __version__
 from thoughtline.clock import Clock, SystemClock
 from thoughtline.config import Settings, settings_from_process_env
-from thoughtline.eras import ModernOnly
-from thoughtline.fastpath import DirectToolCalls
-from thoughtline.guards import AccessLog, HostOriginGuard
-from thoughtline.library_tools import Library
+from thoughtline.mcp import ui_resource
+from thoughtline.mcp.fastpath import DirectToolCalls
+from thoughtline.mcp.library_tools import Library
+from thoughtline.mcp.tools import ToolRegistry, ToolSpec, core_tools
 from thoughtline.oauth import OAuthDoor, build_oauth
-from thoughtline.stores import StoreRouter
-from thoughtline.tools import ToolRegistry, ToolSpec, core_tools
+from thoughtline.storage import migrations
+from thoughtline.storage.router import StoreRouter
+from thoughtline.web.auth import Authenticator, BearerGate, TokenVerifier
+from thoughtline.web.eras import ModernOnly
+from thoughtline.web.guards import AccessLog, HostOriginGuard
 
 if TYPE_CHECKING:
-    from thoughtline.embed import Embedder
+    from thoughtline.library.embed import Embedder
 
 logger = logging.getLogger(__name__)
 
@@ -320,5 +322,5 @@ async def _sweep(router: StoreRouter) -> None:
 
 
 def create_app_from_env() -> Starlette:
-    """Zero-argument factory for `uvicorn --factory thoughtline.app:create_app_from_env`."""
+    """Zero-argument factory for `uvicorn --factory thoughtline.web.app:create_app_from_env`."""
     return create_app(settings_from_process_env())

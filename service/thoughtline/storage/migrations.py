@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from thoughtline.db import write_transaction
+from thoughtline.storage.db import write_transaction
 
 
 class SchemaTooNewError(Exception):
@@ -176,7 +176,7 @@ CREATE INDEX thoughts_by_created ON thoughts(created_at);
 VECTOR_SLOTS = 16
 # Both f-strings below interpolate only these integer constants, never outside input.
 _DELETE_SLOTS = "\n".join(
-    f"    DELETE FROM thought_vectors WHERE vector_key = old.id * {VECTOR_SLOTS} + {slot};"  # noqa: S608
+    f"    DELETE FROM thought_vectors WHERE vector_key = old.id * {VECTOR_SLOTS} + {slot};"
     for slot in range(VECTOR_SLOTS)
 )
 SEARCH_PASSAGES = f"""
@@ -203,7 +203,7 @@ CREATE TRIGGER thoughts_search_update AFTER UPDATE OF body ON thoughts BEGIN
     INSERT OR IGNORE INTO vector_queue(thought_id) VALUES (new.id);
     UPDATE search_state SET generation = generation + 1 WHERE id = 1;
 END;
-"""  # noqa: S608
+"""
 
 # Document expansion: the keyword index holds each thought's text beside its neighbours' text
 # and its sequence title, in separate columns that ranking weighs less than the body (LoCoMo,
@@ -263,7 +263,7 @@ CREATE TRIGGER sequences_search_title AFTER UPDATE OF title ON sequences BEGIN
     INSERT INTO thoughts_fts(rowid, body, context, title)
         SELECT id, body, context, title FROM thought_search_text WHERE sequence_id = new.id;
 END;
-"""  # noqa: S608
+"""
 
 # --- end of search block ---
 

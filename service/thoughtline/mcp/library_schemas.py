@@ -9,7 +9,7 @@ from typing import Any
 
 import mcp_types as types
 
-from thoughtline.search_store import STATUSES
+from thoughtline.storage.search import STATUSES
 
 MAX_QUERY_CHARS = 1_000
 DEFAULT_LIMIT = 10

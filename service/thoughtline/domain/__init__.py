@@ -1,0 +1,1 @@
+"""Pure rules of the reasoning model: branches, revisions, rendering, argument validation."""

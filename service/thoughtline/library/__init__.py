@@ -1,0 +1,1 @@
+"""The library over the stores: embeddings, vectors, retrieval and fusion."""
