@@ -20,12 +20,14 @@ class Principal:
     `user_key` names the caller's store: `"owner"` for the owner (static bearer token, or the
     owner's GitHub account) and `"github:<account id>"` for any other allowlisted account. Keys use
     GitHub's immutable numeric id, never the login, so a renamed account keeps its store.
+    `client_id` is the OAuth client the token was issued to (None for the static token).
     """
 
     user_key: str
     via: Literal["token", "oauth"]
     login: str | None = None
     resource: str | None = None
+    client_id: str | None = None
 
 
 def github_user_key(account_id: int) -> str:
