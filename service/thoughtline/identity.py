@@ -35,6 +35,12 @@ def github_user_key(account_id: int) -> str:
     return f"github:{account_id}"
 
 
+def is_user_key(key: str) -> bool:
+    """Whether some principal can map to `key`: `owner`, or `github:` + a numeric account id."""
+    prefix, _, account = key.partition(":")
+    return key == OWNER_KEY or (prefix == "github" and account.isdigit() and account[0] != "0")
+
+
 _principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar("thoughtline_principal", default=None)
 
 
