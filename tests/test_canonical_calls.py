@@ -163,3 +163,14 @@ async def test_with_oauth_only_sequences_started_by_the_same_client_are_continue
             assert from_a["continued"] is True
             assert await bodies(owner_token, seq) == ["A1", "A2"]
             assert await bodies(owner_token, structured(from_b)["sequenceId"]) == ["B2"]  # one store
+
+
+async def test_a_revision_that_continues_nothing_says_that_no_sequence_id_was_sent(server: ThreadServer) -> None:
+    async with mcp_client(server.base_url) as a, mcp_client(server.base_url) as b:
+        await a.call_tool("sequentialthinking", step(1, "A1"))
+        await b.call_tool("sequentialthinking", step(1, "B1"))
+        refused = await a.call_tool("sequentialthinking", step(2, "fix", isRevision=True, revisesThought=1))
+    assert refused.is_error
+    assert text(refused).startswith("revision_target_not_found: ")
+    assert "No sequenceId was sent and 2 of your open sequences end at thought 1" in text(refused)
+    assert "pass the sequenceId of the sequence this thought belongs to" in text(refused)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from thoughtline.domain.canonical import CONTINUE_WINDOW_MS, Candidate, choose, fits
+from thoughtline.domain.canonical import CONTINUE_WINDOW_MS, Candidate, choose, explain_refusal, fits
 from thoughtline.domain.thinking import Status
 
 NOW = 10_000_000_000
@@ -73,3 +73,10 @@ def test_only_sequences_started_by_the_same_oauth_client_count() -> None:
     assert not fits(candidate(origin=None), 3, "client-a", NOW)
     decision = choose(3, "client-a", [candidate("seq_a", origin="client-a"), candidate("seq_b")], NOW)
     assert decision.sequence_id == "seq_a"
+
+
+def test_a_refusal_of_a_call_that_continued_nothing_explains_why() -> None:
+    decision = choose(3, None, [], NOW)
+    explained = explain_refusal(decision, "thought 1 is not visible.")
+    assert explained.startswith("thought 1 is not visible. No sequenceId was sent and none of your open sequences")
+    assert explain_refusal(choose(1, None, [], NOW), "as is.") == "as is."

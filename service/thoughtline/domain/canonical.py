@@ -35,10 +35,12 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Continuation:
-    """The decision: `sequence_id` to continue (None = start a new one) and the note to show."""
+    """The decision: `sequence_id` to continue (None = start a new one), the note to show, and why
+    no sequence was continued (`reason`, for calls numbered above 1 that start a new one)."""
 
     sequence_id: str | None
     note: str | None
+    reason: str | None = None
 
     @property
     def continued(self) -> bool:
@@ -82,4 +84,16 @@ def choose(thought_number: int, origin: str | None, candidates: Iterable[Candida
         f"Note: thought {thought_number} started a new sequence: no sequenceId was sent and {why}. "
         "To continue a sequence, pass its sequenceId (from that sequence's results); "
         "pass this result's sequenceId on later calls to continue this one.",
+        why,
+    )
+
+
+def explain_refusal(decision: Continuation, message: str) -> str:
+    """A refusal's message for a call that continued nothing: a revision or fork found no target
+    because it was checked against a new, empty sequence, which the caller should hear about."""
+    if decision.reason is None:
+        return message
+    return (
+        f"{message} No sequenceId was sent and {decision.reason}, so this call would have started a new, "
+        "empty sequence; pass the sequenceId of the sequence this thought belongs to."
     )

@@ -16,7 +16,7 @@ from typing import Any
 import apsw
 
 from thoughtline.domain.arguments import ThoughtInput
-from thoughtline.domain.canonical import Continuation
+from thoughtline.domain.canonical import Continuation, explain_refusal
 from thoughtline.domain.thinking import (
     BranchInfo,
     Finder,
@@ -173,7 +173,12 @@ def append_thought(
         )
     thread_ids = _thread_ids(conn, inp.threads)
     finder = make_finder(conn, seq.rowid) if seq is not None else _no_thoughts
-    plan = plan_thought(inp, state, finder)
+    try:
+        plan = plan_thought(inp, state, finder)
+    except DomainError as exc:
+        if guess is None or state is not None:
+            raise
+        raise DomainError(exc.code, explain_refusal(guess, exc.message)) from None
 
     if seq is None:
         public_id = new_public_id
