@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -22,9 +23,10 @@ from starlette.applications import Starlette
 
 TOKEN = "test-token-" + "x" * 40
 
-# Debian's Chromium (.ci/run installs it), headless as root; without the background-networking
-# flags it keeps trying to reach Google's hosts from this offline machine.
-CHROMIUM = "/usr/bin/chromium"
+# Debian's Chromium (.ci/run installs it) when it is on PATH, else Playwright's own download
+# (`make chromium`; `.ci/check-browser` stops `make test` early when neither is there). Headless as
+# root; without the background-networking flags it keeps trying to reach Google's hosts offline.
+CHROMIUM: str | None = shutil.which("chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

@@ -113,8 +113,10 @@ async def test_serve_without_a_token_generates_one_keeps_it_and_prints_how_to_co
         token = token_file.read_text().strip()
         assert len(token) >= 32
         assert oct(token_file.stat().st_mode & 0o777) == "0o600"
-        assert token in child.log()  # printed once, when generated
-        assert "claude mcp add --transport http" in child.log()
+        assert token not in child.log()  # output to a file (a log) names the file, never the token
+        assert f"stored in {token_file.resolve()}" in child.log()
+        assert f"claude mcp add --scope user --transport http thoughtline {child.base_url}/mcp-compat" in child.log()
+        assert f"$(cat {token_file.resolve()})" in child.log()
         async with mcp_client(child.base_url, token) as client:
             assert (await client.list_tools()).tools
     finally:

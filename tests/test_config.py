@@ -47,11 +47,15 @@ def test_secrets_stay_out_of_repr() -> None:
     assert "hush-hush" not in text
 
 
-def test_a_short_token_closes_the_bearer_door_and_says_why() -> None:
-    problem = Settings.from_env({"MCP_API_TOKEN": "short"}).token_problem
-    assert problem is not None
-    assert "at least 32" in problem
-    assert "thoughtline token" in problem
+def test_a_set_but_short_token_is_refused_naming_the_fix() -> None:
+    with pytest.raises(SettingsError, match="MCP_API_TOKEN is 5 characters; it needs at least 32") as refused:
+        Settings.from_env({"MCP_API_TOKEN": "short"})
+    assert "thoughtline token" in str(refused.value)
+
+
+def test_an_unset_token_closes_the_bearer_door_and_says_why() -> None:
+    assert Settings.from_env({}).token_problem == "MCP_API_TOKEN is not set"
+    assert Settings(api_token="short").token_problem is not None
 
 
 @pytest.mark.parametrize(

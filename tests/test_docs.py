@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import tomllib
 from pathlib import Path
+
+import pytest
 
 from thoughtline import __version__
 from thoughtline.config import Settings
@@ -23,11 +26,87 @@ def test_the_readme_first_screen_shows_the_two_commands() -> None:
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 
+def test_prerequisites_come_before_the_two_commands_and_the_first_screen_says_how_to_run_and_stop() -> None:
+    before = README.split("make serve", 1)[0]
+    for prerequisite in ("Python ≥ 3.11", "`make`", "python3-venv"):
+        assert prerequisite in before
+    first_screen = "\n".join(README.splitlines()[:30])
+    assert ".venv/bin/thoughtline" in first_screen
+    assert "Ctrl-C stops it" in first_screen
+
+
+def test_the_readme_connects_claude_code_exactly_as_serve_prints_it(tmp_path: Path) -> None:
+    import io
+
+    from thoughtline.cli import TOKEN_FILE, _connect_help
+
+    printed = io.StringIO()
+    _connect_help(Settings(), f"$(cat {tmp_path / TOKEN_FILE})", printed)
+    [command] = [
+        line.split("Claude Code: ", 1)[1] for line in printed.getvalue().splitlines() if "Claude Code:" in line
+    ]
+    prefix = command.split(" --header ", 1)[0]
+    assert prefix in README.replace(" \\\n  ", " ")
+    assert "--scope user" in prefix
+
+
 def test_every_setting_in_the_readme_is_read_by_config_and_the_other_way_round() -> None:
     table = README.split("## Settings", 1)[1].split("\n## ", 1)[0]
     documented = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", table))
     read = set(re.findall(r'"([A-Z][A-Z0-9_]+)"', CONFIG))
     assert documented == read
+
+
+def section(title: str) -> str:
+    """One `## title` section of the README."""
+    return README.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+
+
+# A value each documented variable accepts, different from its default. A new setting needs a row in
+# the README's settings table and a sample here.
+SAMPLES = {
+    "MCP_API_TOKEN": "s" * 40,
+    "THOUGHTLINE_DATA_DIR": "/srv/thoughts",
+    "HOST": "0.0.0.0",  # noqa: S104 - a sample value, nothing listens
+    "PORT": "9000",
+    "THOUGHTLINE_PUBLIC_URL": "https://thoughts.example.com",
+    "ALLOWED_HOSTNAMES": "thoughts.example.com",
+    "ALLOWED_ORIGIN_HOSTNAMES": "app.example.com",
+    "THOUGHTLINE_JOURNAL": "truncate",
+    "THOUGHT_RETENTION_DAYS": "30",
+    "THOUGHTLINE_LIBRARY": "off",
+    "THOUGHTLINE_OWNER": "someone",
+    "GITHUB_CLIENT_ID": "id",
+    "GITHUB_CLIENT_SECRET": "secret",
+    "ALLOWED_GITHUB_LOGIN": "someone",
+    "GITHUB_BASE_URL": "https://ghe.example.com",
+    "GITHUB_API_URL": "https://ghe.example.com/api/v3",
+    "THOUGHTLINE_MAX_BODY_BYTES": "2048",
+    "THOUGHTLINE_LOG_LEVEL": "debug",
+}
+# Settings fields no environment variable sets (tests and embedding code pass them directly).
+INTERNAL_FIELDS = {"idle_store_seconds"}
+
+
+def documented_settings() -> list[str]:
+    return re.findall(r"`([A-Z][A-Z0-9_]+)`", section("Settings"))
+
+
+def changed_fields(variable: str) -> set[str]:
+    assert variable in SAMPLES, f"add a sample value for {variable} to SAMPLES in tests/test_docs.py"
+    default, changed = Settings.from_env({}), Settings.from_env({variable: SAMPLES[variable]})
+    return {f.name for f in dataclasses.fields(Settings) if getattr(default, f.name) != getattr(changed, f.name)}
+
+
+@pytest.mark.parametrize("variable", sorted(set(documented_settings())))
+def test_every_setting_in_the_readme_changes_a_settings_field(variable: str) -> None:
+    assert changed_fields(variable), f"{variable} is documented but setting it changes nothing"
+
+
+def test_every_settings_field_is_set_by_a_documented_variable() -> None:
+    reached = {name for variable in set(documented_settings()) for name in changed_fields(variable)}
+    fields = {f.name for f in dataclasses.fields(Settings)} - INTERNAL_FIELDS
+    assert fields - reached == set(), "document the variable that sets these fields in the README's settings table"
 
 
 def test_every_tool_the_server_lists_is_in_the_readme(tmp_path: Path) -> None:

@@ -106,6 +106,9 @@ def test_both_paths_give_the_same_answers_for_a_whole_conversation(pair: tuple[T
             {"thought": "ü → 中", "nextThoughtNeeded": True, "thoughtNumber": 0, "totalThoughts": 1},
         ),
         ("sequentialthinking", {"thought": "f", "bogus": 1}),
+        # Canonical-style calls: no sequenceId; 4 continues SEQ (open, highest number 3), 7 starts anew.
+        ("sequentialthinking", {"thought": "g", "nextThoughtNeeded": True, "thoughtNumber": 4, "totalThoughts": 5}),
+        ("sequentialthinking", {"thought": "h", "nextThoughtNeeded": True, "thoughtNumber": 7, "totalThoughts": 9}),
         ("get_thought_history", {"sequenceId": "SEQ", "limit": 2}),
         ("get_thought_history", {"sequenceId": "SEQ", "limit": 500}),
         ("delete_thought_sequence", {"sequenceId": "SEQ", "confirm": True}),

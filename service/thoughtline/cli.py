@@ -7,23 +7,33 @@ hands a `Settings` to whatever it runs.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import os
 import secrets
+import shlex
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+import apsw
+
 from thoughtline import __version__
 from thoughtline.config import MIN_TOKEN_LENGTH, Settings, SettingsError, settings_from_process_env
-from thoughtline.identity import OWNER_KEY
+from thoughtline.errors import DomainError
+from thoughtline.identity import OWNER_KEY, is_user_key
 from thoughtline.storage import migrations, transfer
 from thoughtline.storage.db import connect, write_transaction
 from thoughtline.storage.router import STORE_SUFFIX, check_store, store_path
 
 TOKEN_FILE = ".mcp_api_token"  # noqa: S105 - a file name, not a secret
+
+
+class CommandError(Exception):
+    """A command cannot do what was asked; the message says why and what to do (exit 1, no traceback)."""
 
 
 def new_token() -> str:
@@ -34,13 +44,16 @@ def new_token() -> str:
 def ensure_token(settings: Settings, out: TextIO) -> tuple[Settings, str]:
     """Use MCP_API_TOKEN if set; otherwise keep a generated token in the data dir across restarts.
 
-    Returns the settings with the token and a shell expression that yields it, for the help text.
+    Returns the settings with the token and a shell expression that yields it, for the help text
+    (an absolute path, so the printed command works from any directory). A generated token is
+    shown once, and only on a terminal: when output goes to a file or a log collector, only the
+    file's path is printed, so logs never hold the token.
     """
     if settings.api_token is not None:
         if settings.token_problem:
-            print(f"warning: {settings.token_problem}; the static bearer door is closed.", file=out)
+            raise SettingsError(f"{settings.token_problem}; unset it to use a generated token")
         return settings, "$MCP_API_TOKEN"
-    path = settings.data_dir / TOKEN_FILE
+    path = settings.data_dir.resolve() / TOKEN_FILE
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     if path.exists():
         token = path.read_text().strip()
@@ -53,21 +66,39 @@ def ensure_token(settings: Settings, out: TextIO) -> tuple[Settings, str]:
         fresh = True
     if len(token) < MIN_TOKEN_LENGTH:
         raise SettingsError(f"{path} holds a token shorter than {MIN_TOKEN_LENGTH} characters; delete the file.")
-    shown = token if fresh else f"(stored in {path})"
-    print(f"MCP_API_TOKEN not set; using the generated bearer token {shown}", file=out)
-    return settings.with_overrides(api_token=token), f"$(cat {path})"
+    if fresh and out.isatty():
+        print(f"MCP_API_TOKEN not set; generated a bearer token, shown this once: {token}", file=out)
+    print(f"MCP_API_TOKEN not set; using the bearer token stored in {path}", file=out)
+    return settings.with_overrides(api_token=token), f"$(cat {shlex.quote(str(path))})"
 
 
 def _connect_help(settings: Settings, token_expr: str, out: TextIO) -> None:
     base = settings.public_url or f"http://{settings.host}:{settings.port}"
+    # `--scope user`: the default (local) scope registers the server for this directory only.
     print(
-        "\nThoughtline is starting.\n"
+        "\nThoughtline is starting (Ctrl-C stops it).\n"
         f"  MCP (2025 clients): {base}/mcp-compat\n"
         f"  MCP (2026-07-28):   {base}/mcp\n"
-        f"  Claude Code: claude mcp add --transport http thoughtline {base}/mcp-compat "
+        f"  Claude Code: claude mcp add --scope user --transport http thoughtline {base}/mcp-compat "
         f'--header "Authorization: Bearer {token_expr}"\n',
         file=out,
     )
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse to start (before printing how to connect) when something already listens on the port."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise CommandError(
+                    f"port {port} is in use; set PORT or --port (e.g. --port {port + 1}), "
+                    "or stop whatever is listening there."
+                ) from None
+            why = f"cannot listen on {host}:{port} ({exc.strerror})"
+            raise CommandError(f"{why}; set HOST/--host or PORT/--port.") from None
 
 
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
@@ -81,6 +112,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         port=args.port if args.port is not None else settings.port,
         data_dir=Path(args.data_dir) if args.data_dir else settings.data_dir,
     )
+    check_port_free(settings.host, settings.port)
     settings, token_expr = ensure_token(settings, sys.stdout)
     _connect_help(settings, token_expr, sys.stdout)
     sys.stdout.flush()
@@ -100,7 +132,18 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _store_file(settings: Settings, args: argparse.Namespace) -> Path:
+    _check_user(args.user)
     return store_path(Path(args.data_dir) if args.data_dir else settings.data_dir, args.user)
+
+
+def _check_user(user: str) -> None:
+    """Refuse a store key no principal can ever reach: data written there would be invisible."""
+    if not is_user_key(user):
+        raise CommandError(
+            f"--user {user!r} is not a store key any caller maps to. Use 'owner' (the static token "
+            "and THOUGHTLINE_OWNER's GitHub sign-in) or 'github:<numeric account id>' (another allowed "
+            "GitHub account; the id is at https://api.github.com/users/<login>)."
+        )
 
 
 def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
@@ -126,22 +169,57 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     """Load JSON Lines (from `export`) into one user's store, all or nothing."""
     path = _store_file(settings, args)
+    records = _read_export(args.input)  # before anything is created: a bad file leaves no trace
     path.parent.mkdir(parents=True, exist_ok=True)
-    source: TextIO = open(args.input) if args.input != "-" else sys.stdin  # noqa: SIM115 - closed below
-    try:
-        records = [json.loads(line) for line in source if line.strip()]
-    finally:
-        if source is not sys.stdin:
-            source.close()
     conn = connect(path, settings.journal)
     try:
         migrations.migrate(conn)
         with write_transaction(conn):
             counts = transfer.import_records(conn, records)
+    except DomainError as exc:
+        raise CommandError(f"{exc.message} Nothing was imported.") from None
+    except apsw.Error as exc:
+        raise CommandError(
+            f"the file does not fit this store ({type(exc).__name__}: {str(exc)[:120]}); "
+            "pass an unedited file from `thoughtline export`. Nothing was imported."
+        ) from None
     finally:
         conn.close()
     print(f"imported {counts['sequence']} sequences, {counts['branch']} branches, {counts['thought']} thoughts")
     return 0
+
+
+def _read_export(name: str) -> list[dict[str, object]]:
+    """The records of an export file (or stdin for `-`), refusing anything that is not one."""
+    try:
+        source: TextIO = open(name, encoding="utf-8") if name != "-" else sys.stdin  # noqa: SIM115 - closed below
+    except OSError as exc:
+        why = f"cannot read {name}: {exc.strerror}"
+        raise CommandError(f"{why}; pass a file written by `thoughtline export`.") from None
+    records: list[dict[str, object]] = []
+    try:
+        for number, line in enumerate(source, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                raise CommandError(
+                    f"{name} line {number} is not JSON; import reads the JSON Lines that `thoughtline export` "
+                    "writes. Nothing was imported."
+                ) from None
+            if not isinstance(record, dict) or "type" not in record:
+                raise CommandError(
+                    f"{name} line {number} is not an export record (a JSON object with a 'type'); "
+                    "pass a file written by `thoughtline export`. Nothing was imported."
+                )
+            records.append(record)
+    except UnicodeDecodeError:
+        raise CommandError(f"{name} is not UTF-8 text; pass a file written by `thoughtline export`.") from None
+    finally:
+        if source is not sys.stdin:
+            source.close()
+    return records
 
 
 def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
@@ -164,6 +242,7 @@ def cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
 
     data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir
     if args.user:
+        _check_user(args.user)
         paths = [store_path(data_dir, args.user)]
     else:
         root = data_dir / "stores"
@@ -234,4 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except CommandError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return code

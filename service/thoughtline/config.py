@@ -85,6 +85,12 @@ class Settings:
                 "e.g. https://thoughts.example.com"
             )
         token = environ.get("MCP_API_TOKEN", "").strip() or None
+        if token is not None and len(token) < MIN_TOKEN_LENGTH:
+            # Unset is a closed door; set but short is a mistake whose printed connect command can never work.
+            raise SettingsError(
+                f"MCP_API_TOKEN is {len(token)} characters; it needs at least {MIN_TOKEN_LENGTH}. "
+                "Generate one with `thoughtline token`, or unset it (`thoughtline serve` then generates one)."
+            )
         owner = environ.get("THOUGHTLINE_OWNER", "").strip() or None
         return cls(
             data_dir=Path(environ.get("THOUGHTLINE_DATA_DIR", "").strip() or "./data"),

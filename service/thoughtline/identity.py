@@ -20,17 +20,25 @@ class Principal:
     `user_key` names the caller's store: `"owner"` for the owner (static bearer token, or the
     owner's GitHub account) and `"github:<account id>"` for any other allowlisted account. Keys use
     GitHub's immutable numeric id, never the login, so a renamed account keeps its store.
+    `client_id` is the OAuth client the token was issued to (None for the static token).
     """
 
     user_key: str
     via: Literal["token", "oauth"]
     login: str | None = None
     resource: str | None = None
+    client_id: str | None = None
 
 
 def github_user_key(account_id: int) -> str:
     """The store key of a non-owner GitHub account."""
     return f"github:{account_id}"
+
+
+def is_user_key(key: str) -> bool:
+    """Whether some principal can map to `key`: `owner`, or `github:` + a numeric account id."""
+    prefix, _, account = key.partition(":")
+    return key == OWNER_KEY or (prefix == "github" and account.isdigit() and account[0] != "0")
 
 
 _principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar("thoughtline_principal", default=None)

@@ -286,8 +286,8 @@ def notes(inp: ThoughtInput, plan: Plan) -> list[str]:
     return lines
 
 
-def render_write(inp: ThoughtInput, plan: Plan, sequence_id: str, count: int) -> str:
-    """The human-readable result of an accepted thought."""
-    head = [headline(inp, plan), *notes(inp, plan)]
+def render_write(inp: ThoughtInput, plan: Plan, sequence_id: str, count: int, extra_notes: Sequence[str] = ()) -> str:
+    """The human-readable result of an accepted thought; `extra_notes` are decided outside planning."""
+    head = [headline(inp, plan), *extra_notes, *notes(inp, plan)]
     stored = f"{count} thought{'s' if count != 1 else ''} stored"
     return "\n".join([*head, "", inp.thought, "", f"Sequence: {sequence_id} · {stored}"])

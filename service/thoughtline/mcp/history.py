@@ -133,6 +133,11 @@ def _thought_dict(row: history_store.ThoughtRow) -> dict[str, Any]:
     }
     if row.branch_name is not None:
         item["branchId"] = row.branch_name
+    # As the caller sent them (SPEC §2.2); the header's `branches` shows the resolved parent.
+    if row.branch_from_thought is not None:
+        item["branchFromThought"] = row.branch_from_thought
+    if row.branch_from_branch_id is not None:
+        item["branchFromBranchId"] = row.branch_from_branch_id
     if row.is_revision:
         item["isRevision"] = True
         item["revisesThought"] = row.revises_number

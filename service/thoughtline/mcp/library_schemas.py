@@ -9,6 +9,7 @@ from typing import Any
 
 import mcp_types as types
 
+from thoughtline.mcp.schemas import nullable
 from thoughtline.storage.search import STATUSES
 
 MAX_QUERY_CHARS = 1_000
@@ -32,7 +33,7 @@ sequentialthinking with the same sequenceId)."""
 MANAGE_DISCOVERY = " action 'list' shows your most recently updated sequences, optionally by status."
 
 _STATUS_SCHEMA: dict[str, Any] = {"type": "string", "enum": list(STATUSES)}
-_NULLABLE_STR: dict[str, Any] = {"type": ["string", "null"]}
+_NULLABLE_STR: dict[str, Any] = nullable({"type": "string"})
 
 
 def search_tool() -> types.Tool:
@@ -46,7 +47,7 @@ def search_tool() -> types.Tool:
             "title": {"type": "string"},
             "snippet": {"type": "string"},
             "score": {"type": "number"},
-            "similarity": {"type": ["number", "null"]},
+            "similarity": nullable({"type": "number"}),
             "status": _STATUS_SCHEMA,
             "createdAt": {"type": "string"},
         },

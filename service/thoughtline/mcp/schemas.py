@@ -22,6 +22,14 @@ _SEQ_ID: dict[str, Any] = {"type": "string", "pattern": "^seq_[0-9a-f]{32}$"}
 _BRANCH_ID: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_BRANCH_ID_CHARS}
 
 
+def nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` or null, as `anyOf`: a list-valued `type` (["string", "null"]) warns in the MCP
+    Inspector (Ajv strict mode) and is refused by clients that translate schemas into a
+    single-`type` dialect such as Gemini's OpenAPI subset. Fields that are merely optional are
+    omitted when unset instead."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
 def _obj(properties: dict[str, Any], required: list[str], *, closed: bool = True) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": properties, "required": required}
     if closed:
@@ -76,6 +84,7 @@ THOUGHT_OUTPUT = _obj(
         "reopened": {"type": "boolean"},
         "thoughtNumberReused": {"type": "boolean"},
         "totalThoughtsRaised": {"type": "boolean"},
+        "continued": {"type": "boolean"},
     },
     ["sequenceId", "thoughtNumber", "totalThoughts", "nextThoughtNeeded", "branches", "thoughtHistoryLength"],
     closed=False,
@@ -96,7 +105,7 @@ HISTORY_INPUT = _obj(
 _BRANCH_OUT = _obj(
     {
         "branchId": {"type": "string"},
-        "parentBranchId": {"type": ["string", "null"]},
+        "parentBranchId": nullable({"type": "string"}),
         "branchFromThought": {"type": "integer"},
         "forkIndex": {"type": "integer"},
     },
@@ -113,6 +122,8 @@ _THOUGHT_OUT = _obj(
         "thought": {"type": "string"},
         "createdAt": {"type": "string"},
         "branchId": {"type": "string"},
+        "branchFromThought": {"type": "integer"},
+        "branchFromBranchId": {"type": "string"},
         "isRevision": {"type": "boolean"},
         "revisesThought": {"type": "integer"},
         "revisesIndex": {"type": "integer"},
@@ -137,7 +148,7 @@ HISTORY_OUTPUT = _obj(
                 "totalThoughts": {"type": "integer"},
                 "createdAt": {"type": "string"},
                 "updatedAt": {"type": "string"},
-                "parentSequenceId": {"type": ["string", "null"]},
+                "parentSequenceId": nullable({"type": "string"}),
                 "childSequenceIds": {"type": "array", "items": {"type": "string"}},
                 "threads": {"type": "array", "items": {"type": "string"}},
                 "branches": {"type": "array", "items": _BRANCH_OUT},
@@ -146,7 +157,7 @@ HISTORY_OUTPUT = _obj(
             closed=False,
         ),
         "thoughts": {"type": "array", "items": _THOUGHT_OUT},
-        "nextCursor": {"type": ["string", "null"]},
+        "nextCursor": nullable({"type": "string"}),
     },
     ["sequence", "thoughts", "nextCursor"],
     closed=False,

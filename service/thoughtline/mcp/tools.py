@@ -75,7 +75,8 @@ async def _think(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
     inp = arguments.parse_thought(args)
     at = now_ms(ctx.clock)
     seq_id = new_sequence_id()
-    result = await ctx.store.write(lambda conn: store.append_thought(conn, inp, at, seq_id))
+    origin = current_principal().client_id  # canonical-style calls continue only this client's sequences
+    result = await ctx.store.write(lambda conn: store.append_thought(conn, inp, at, seq_id, origin))
     return ToolOutput(text=result["text"], structured=result["structured"])
 
 

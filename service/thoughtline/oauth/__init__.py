@@ -164,7 +164,9 @@ def build_oauth(
         resource = canonical_resource(resource_url)
         if access is None or resource not in access.resources:
             return None
-        return Principal(user_key=access.user_key, via="oauth", login=access.login, resource=resource)
+        return Principal(
+            user_key=access.user_key, via="oauth", login=access.login, resource=resource, client_id=access.client_id
+        )
 
     async def aclose() -> None:
         await anyio.to_thread.run_sync(store.close)

@@ -40,6 +40,8 @@ class ThoughtRow:
     needs_more: bool | None
     flags: int
     created_at: int
+    branch_from_thought: int | None = None
+    branch_from_branch_id: str | None = None
 
 
 def history_rows(
@@ -63,7 +65,8 @@ def history_rows(
     found = rows(
         conn,
         "SELECT t.position, t.number, t.total, t.next_needed, t.body, b.name, t.is_revision, t.revises_number, "
-        "t.revises_position, t.needs_more, t.flags, t.created_at FROM thoughts t "
+        "t.revises_position, t.needs_more, t.flags, t.created_at, t.sent_branch_from_thought, "
+        "t.sent_branch_from_branch_id FROM thoughts t "
         "LEFT JOIN branches b ON b.id = t.branch "
         f"WHERE {' AND '.join(where)} ORDER BY t.position {direction} LIMIT ?",
         (*params, limit),
@@ -82,6 +85,8 @@ def history_rows(
             needs_more=None if r[9] is None else bool(r[9]),
             flags=r[10],
             created_at=r[11],
+            branch_from_thought=r[12],
+            branch_from_branch_id=r[13],
         )
         for r in found
     ]

@@ -267,11 +267,28 @@ END;
 
 # --- end of search block ---
 
+# Canonical-style calls (issue 12): the OAuth client that started a sequence (NULL = the static
+# token), so a call without sequenceId only ever continues its own client's sequence; and the fork
+# arguments exactly as each thought sent them, because history returns every argument as sent
+# (the `branches` row keeps the resolved parent instead). The index serves the continuation lookup.
+SEQUENCE_ORIGIN = """
+ALTER TABLE sequences ADD COLUMN origin_client TEXT;
+ALTER TABLE thoughts ADD COLUMN sent_branch_from_thought INTEGER;
+ALTER TABLE thoughts ADD COLUMN sent_branch_from_branch_id TEXT;
+CREATE INDEX sequences_by_origin ON sequences(origin_client, updated_at) WHERE status IN ('active', 'paused');
+-- Stores written before this migration: a branch's first thought sent the branch's fork number.
+UPDATE thoughts SET sent_branch_from_thought = (SELECT b.from_thought FROM branches b WHERE b.id = thoughts.branch)
+WHERE branch IS NOT NULL AND position = (
+    SELECT min(t.position) FROM thoughts t WHERE t.sequence_id = thoughts.sequence_id AND t.branch = thoughts.branch
+);
+"""
+
 MIGRATIONS: Sequence[Migration] = (
     Migration("0001_core", _sql(CORE)),
     Migration("0002_search", _sql(SEARCH)),
     Migration("0003_search_passages", _sql(SEARCH_PASSAGES)),
     Migration("0004_search_context", _sql(SEARCH_CONTEXT)),
+    Migration("0006_sequence_origin", _sql(SEQUENCE_ORIGIN)),
 )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import apsw
 
 from thoughtline.domain.arguments import ThoughtInput
+from thoughtline.domain.canonical import Continuation, explain_refusal
 from thoughtline.domain.thinking import (
     BranchInfo,
     Finder,
@@ -28,6 +29,7 @@ from thoughtline.domain.thinking import (
     render_write,
 )
 from thoughtline.errors import DomainError
+from thoughtline.storage import canonical
 
 FLAG_REOPENED = 1
 FLAG_NUMBER_REUSED = 2
@@ -137,20 +139,31 @@ def _thread_ids(conn: apsw.Connection, names: Iterable[str]) -> list[int]:
     return ids
 
 
-def append_thought(conn: apsw.Connection, inp: ThoughtInput, now_ms: int, new_public_id: str) -> dict[str, Any]:
-    """Store one thought (inside the caller's transaction) and return `{text, structured}`."""
+def append_thought(
+    conn: apsw.Connection, inp: ThoughtInput, now_ms: int, new_public_id: str, origin: str | None = None
+) -> dict[str, Any]:
+    """Store one thought (inside the caller's transaction) and return `{text, structured}`.
+
+    `origin` is the caller's OAuth client id (None for the static token): a call without
+    sequenceId continues only a sequence the same client started (SPEC §2.1, canonical-style calls).
+    """
     replayed = _replay(conn, inp)
     if replayed is not None:
         return replayed
     seq: SequenceRow | None = None
     state: SequenceState | None = None
-    if inp.sequence_id is not None:
+    guess: Continuation | None = None
+    if inp.sequence_id is None:
+        guess = canonical.decide(conn, inp.thought_number, origin, now_ms)
+        seq = get_sequence(conn, guess.sequence_id) if guess.sequence_id is not None else None
+    else:
         seq = get_sequence(conn, inp.sequence_id)
         if seq is None:
             raise DomainError(
                 "sequence_not_found",
                 f"no sequence {inp.sequence_id} in your store; omit sequenceId to start a new one.",
             )
+    if seq is not None:
         state = SequenceState(seq.public_id, seq.status, seq.thought_count, get_branches(conn, seq.rowid))
     if inp.parent_sequence_id is not None and get_sequence(conn, inp.parent_sequence_id) is None:
         raise DomainError(
@@ -160,7 +173,12 @@ def append_thought(conn: apsw.Connection, inp: ThoughtInput, now_ms: int, new_pu
         )
     thread_ids = _thread_ids(conn, inp.threads)
     finder = make_finder(conn, seq.rowid) if seq is not None else _no_thoughts
-    plan = plan_thought(inp, state, finder)
+    try:
+        plan = plan_thought(inp, state, finder)
+    except DomainError as exc:
+        if guess is None or state is not None:
+            raise
+        raise DomainError(exc.code, explain_refusal(guess, exc.message)) from None
 
     if seq is None:
         public_id = new_public_id
@@ -180,6 +198,7 @@ def append_thought(conn: apsw.Connection, inp: ThoughtInput, now_ms: int, new_pu
             ),
         )
         seq_rowid = conn.last_insert_rowid()
+        canonical.record_origin(conn, seq_rowid, origin)
         count = 0
     else:
         public_id, seq_rowid, count = seq.public_id, seq.rowid, seq.thought_count
@@ -189,8 +208,8 @@ def append_thought(conn: apsw.Connection, inp: ThoughtInput, now_ms: int, new_pu
     flags = (FLAG_REOPENED if plan.reopened else 0) | (FLAG_NUMBER_REUSED if plan.number_reused else 0)
     conn.execute(
         "INSERT INTO thoughts(sequence_id, position, branch, number, total, next_needed, body, is_revision, "
-        "revises_number, revises_position, needs_more, flags, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "revises_number, revises_position, needs_more, flags, created_at, sent_branch_from_thought, "
+        "sent_branch_from_branch_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             seq_rowid,
             position,
@@ -205,6 +224,8 @@ def append_thought(conn: apsw.Connection, inp: ThoughtInput, now_ms: int, new_pu
             None if inp.needs_more_thoughts is None else int(inp.needs_more_thoughts),
             flags,
             now_ms,
+            inp.branch_from_thought,
+            inp.branch_from_branch_id,
         ),
     )
     updates = "parent_public_id = COALESCE(parent_public_id, ?), kind = COALESCE(kind, ?), "
@@ -230,7 +251,7 @@ def append_thought(conn: apsw.Connection, inp: ThoughtInput, now_ms: int, new_pu
         )
     known = list(state.branches) if state is not None else []
     names = [*known, plan.new_branch.name] if plan.new_branch is not None else known
-    result = _write_result(inp, plan, public_id, names, position)
+    result = _write_result(inp, plan, public_id, names, position, guess)
     if inp.request_id is not None:
         conn.execute(
             "INSERT INTO requests(request_id, sequence_id, fingerprint, result, created_at) VALUES (?, ?, ?, ?, ?)",
@@ -255,7 +276,9 @@ def _write_branch(conn: apsw.Connection, seq_rowid: int, plan: Plan, now_ms: int
     return conn.last_insert_rowid()
 
 
-def _write_result(inp: ThoughtInput, plan: Plan, public_id: str, names: list[str], count: int) -> dict[str, Any]:
+def _write_result(
+    inp: ThoughtInput, plan: Plan, public_id: str, names: list[str], count: int, guess: Continuation | None
+) -> dict[str, Any]:
     """`{text, structured}`; `names` are the sequence's branches in creation order."""
     structured: dict[str, Any] = {
         "sequenceId": public_id,
@@ -273,7 +296,10 @@ def _write_result(inp: ThoughtInput, plan: Plan, public_id: str, names: list[str
         structured["thoughtNumberReused"] = True
     if plan.total_raised:
         structured["totalThoughtsRaised"] = True
-    return {"text": render_write(inp, plan, public_id, count), "structured": structured}
+    if guess is not None and guess.continued:
+        structured["continued"] = True
+    extra = [guess.note] if guess is not None and guess.note else []
+    return {"text": render_write(inp, plan, public_id, count, extra), "structured": structured}
 
 
 def delete_sequence(conn: apsw.Connection, public_id: str) -> int | None:

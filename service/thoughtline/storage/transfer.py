@@ -43,49 +43,70 @@ def _row_dict(conn: apsw.Connection, table: str, row: tuple[Any, ...]) -> dict[s
 
 
 def import_records(conn: apsw.Connection, records: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """Load exported records into this store, remapping row ids; existing sequence ids are refused."""
+    """Load exported records into this store, remapping row ids; existing sequence ids are refused.
+
+    Columns an older export lacks take their defaults; a record missing what it needs is refused
+    with its position, and the caller's transaction then rolls everything back.
+    """
     seq_map: dict[int, int] = {}
     branch_map: dict[int, int] = {}
     counts = {"sequence": 0, "branch": 0, "thought": 0}
-    for rec in records:
-        kind = rec.get("type")
-        if kind == "sequence":
-            if get_sequence(conn, str(rec["public_id"])) is not None:
-                raise DomainError("invalid_input", f"sequence {rec['public_id']} already exists in this store.")
-            cols = [c for c in _columns(conn, "sequences") if c != "id"]
-            conn.execute(
-                f"INSERT INTO sequences({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
-                tuple(rec[c] for c in cols),
-            )
-            seq_map[int(rec["id"])] = conn.last_insert_rowid()
-        elif kind == "branch":
-            parent = rec["parent_branch"]
-            conn.execute(
-                "INSERT INTO branches(sequence_id, name, parent_branch, from_thought, fork_position, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    seq_map[int(rec["sequence_id"])],
-                    rec["name"],
-                    None if parent is None else branch_map[int(parent)],
-                    rec["from_thought"],
-                    rec["fork_position"],
-                    rec["created_at"],
-                ),
-            )
-            branch_map[int(rec["id"])] = conn.last_insert_rowid()
-        elif kind == "thought":
-            cols = [c for c in _columns(conn, "thoughts") if c != "id"]
-            values = dict(rec)
-            values["sequence_id"] = seq_map[int(rec["sequence_id"])]
-            values["branch"] = None if rec["branch"] is None else branch_map[int(rec["branch"])]
-            conn.execute(
-                f"INSERT INTO thoughts({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
-                tuple(values[c] for c in cols),
-            )
-        else:
-            raise DomainError("invalid_input", f"unknown record type {kind!r}; expected sequence, branch or thought.")
-        counts[str(kind)] += 1
+    for number, rec in enumerate(records, start=1):
+        try:
+            _import_one(conn, rec, seq_map, branch_map)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DomainError(
+                "invalid_input",
+                f"record {number} ({rec.get('type')!r}) is incomplete or refers to a record that is not in the "
+                f"file ({type(exc).__name__}: {str(exc)[:80]}); import needs a whole file from `thoughtline export`.",
+            ) from None
+        counts[str(rec["type"])] += 1
     return counts
+
+
+def _import_one(
+    conn: apsw.Connection, rec: dict[str, Any], seq_map: dict[int, int], branch_map: dict[int, int]
+) -> None:
+    """Insert one record, recording its new row id for the records that refer to it."""
+    kind = rec.get("type")
+    if kind == "sequence":
+        if get_sequence(conn, str(rec["public_id"])) is not None:
+            raise DomainError(
+                "invalid_input",
+                f"sequence {rec['public_id']} is already in this store (was this export imported before?).",
+            )
+        cols = [c for c in _columns(conn, "sequences") if c != "id" and c in rec]
+        conn.execute(
+            f"INSERT INTO sequences({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
+            tuple(rec[c] for c in cols),
+        )
+        seq_map[int(rec["id"])] = conn.last_insert_rowid()
+    elif kind == "branch":
+        parent = rec["parent_branch"]
+        conn.execute(
+            "INSERT INTO branches(sequence_id, name, parent_branch, from_thought, fork_position, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                seq_map[int(rec["sequence_id"])],
+                rec["name"],
+                None if parent is None else branch_map[int(parent)],
+                rec["from_thought"],
+                rec["fork_position"],
+                rec["created_at"],
+            ),
+        )
+        branch_map[int(rec["id"])] = conn.last_insert_rowid()
+    elif kind == "thought":
+        cols = [c for c in _columns(conn, "thoughts") if c != "id" and c in rec]
+        values = dict(rec)
+        values["sequence_id"] = seq_map[int(rec["sequence_id"])]
+        values["branch"] = None if rec["branch"] is None else branch_map[int(rec["branch"])]
+        conn.execute(
+            f"INSERT INTO thoughts({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
+            tuple(values[c] for c in cols),
+        )
+    else:
+        raise DomainError("invalid_input", f"unknown record type {kind!r}; expected sequence, branch or thought.")
 
 
 def integrity_problems(conn: apsw.Connection) -> list[str]:

@@ -1,0 +1,190 @@
+"""A new user's command-line mistakes end in one clear message and a non-zero exit, never a traceback.
+
+Each test makes the mistake for real (a real process, real files, a real busy port) and checks the
+message names the problem and the fix, and that nothing was created or changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import TOKEN, ChildServer, free_port, stop_child, wait_healthy
+from tests.test_cli import cli
+from thoughtline.identity import OWNER_KEY
+from thoughtline.storage.db import connect
+from thoughtline.storage.router import store_path
+
+
+def refused(result: subprocess.CompletedProcess[str], *phrases: str) -> None:
+    assert result.returncode != 0, result.stdout
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith("error: "), result.stderr
+    for phrase in phrases:
+        assert phrase in result.stderr
+
+
+def test_importing_a_file_that_is_not_json_is_refused_and_creates_nothing(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    refused(
+        cli("import", str(notes), env={"THOUGHTLINE_DATA_DIR": str(data)}),
+        "line 1 is not JSON",
+        "thoughtline export",
+    )
+    assert not data.exists()
+
+
+def test_importing_a_missing_file_is_refused_and_creates_no_stores_folder(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    refused(
+        cli("import", str(tmp_path / "typo.jsonl"), env={"THOUGHTLINE_DATA_DIR": str(data)}),
+        "cannot read",
+        "No such file",
+    )
+    assert not data.exists()
+
+
+def test_importing_json_that_is_not_an_export_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    refused(cli("import", "-", env={"THOUGHTLINE_DATA_DIR": str(data)}, stdin="[1, 2]\n"), "not an export record")
+    refused(
+        cli("import", "-", env={"THOUGHTLINE_DATA_DIR": str(data)}, stdin='{"type": "thought"}\n'),
+        "record 1 ('thought') is incomplete",
+        "Nothing was imported",
+    )
+
+
+def test_importing_the_same_export_twice_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    export = "\n".join(
+        json.dumps(r)
+        for r in [
+            {
+                "type": "sequence",
+                "id": 1,
+                "public_id": "seq_" + "5" * 32,
+                "title": "t",
+                "status": "active",
+                "total_thoughts": 1,
+                "last_thought_number": 1,
+                "thought_count": 1,
+                "created_at": 1,
+                "updated_at": 1,
+            },
+            {
+                "type": "thought",
+                "id": 1,
+                "sequence_id": 1,
+                "position": 1,
+                "branch": None,
+                "number": 1,
+                "total": 1,
+                "next_needed": 1,
+                "body": "x",
+                "created_at": 1,
+            },
+        ]
+    )
+    env = {"THOUGHTLINE_DATA_DIR": str(data)}
+    first = cli("import", "-", env=env, stdin=export)
+    assert first.returncode == 0, first.stderr
+    refused(
+        cli("import", "-", env=env, stdin=export),
+        f"sequence seq_{'5' * 32} is already in this store (was this export imported before?)",
+        "Nothing was imported",
+    )
+    conn = connect(store_path(data, OWNER_KEY), "wal", readonly=True)
+    assert conn.execute("SELECT count(*) FROM thoughts").fetchall() == [(1,)]
+    conn.close()
+
+
+@pytest.mark.parametrize("command", ["import", "export", "reindex"])
+def test_a_user_key_no_caller_maps_to_is_refused_with_the_keys_that_work(tmp_path: Path, command: str) -> None:
+    data = tmp_path / "data"
+    extra = ["-"] if command == "import" else []
+    refused(
+        cli(command, "--user", "alice", *extra, env={"THOUGHTLINE_DATA_DIR": str(data)}, stdin="\n"),
+        "--user 'alice' is not a store key",
+        "'owner'",
+        "'github:<numeric account id>'",
+    )
+    assert not data.exists()
+
+
+def test_serve_with_a_set_but_short_token_refuses_to_start(tmp_path: Path) -> None:
+    result = cli(
+        "serve", "--port", str(free_port()), env={"MCP_API_TOKEN": "short", "THOUGHTLINE_DATA_DIR": str(tmp_path)}
+    )
+    refused(result, "MCP_API_TOKEN is 5 characters; it needs at least 32", "thoughtline token")
+    assert "Thoughtline is starting" not in result.stdout
+
+
+def test_serve_on_a_busy_port_says_so_before_any_connect_instructions(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = cli("serve", "--port", str(port), env={"MCP_API_TOKEN": TOKEN, "THOUGHTLINE_DATA_DIR": str(tmp_path)})
+    refused(result, f"port {port} is in use; set PORT or --port")
+    assert "claude mcp add" not in result.stdout
+
+
+def test_serve_with_a_relative_custom_data_dir_prints_a_command_that_works_from_anywhere(tmp_path: Path) -> None:
+    workdir = tmp_path / "somewhere"
+    workdir.mkdir()
+    port = free_port()
+    log_path = tmp_path / "serve.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("THOUGHTLINE_", "MCP_API_TOKEN"))}
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "thoughtline", "serve", "--port", str(port), "--data-dir", "my data"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**env, "PYTHONUNBUFFERED": "1"},
+            cwd=workdir,
+        )
+    child = ChildServer(process, port, "", workdir / "my data", log_path)
+    try:
+        wait_healthy(child)
+    finally:
+        stop_child(child)
+    token_file = (workdir / "my data" / ".mcp_api_token").resolve()
+    assert token_file.exists()
+    assert f"--scope user --transport http thoughtline http://127.0.0.1:{port}/mcp-compat" in child.log()
+    assert f"\"Authorization: Bearer $(cat '{token_file}')\"" in child.log()  # quoted: the path has a space
+
+
+def test_a_generated_token_is_shown_once_on_a_terminal(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("THOUGHTLINE_", "MCP_API_TOKEN"))}
+    main, replica = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "thoughtline", "serve", "--port", str(port), "--data-dir", str(data)],
+        stdout=replica,
+        stderr=replica,
+        env={**env, "PYTHONUNBUFFERED": "1"},
+    )
+    os.close(replica)
+    seen = b""
+    try:
+        while b"Claude Code:" not in seen:
+            ready, _, _ = select.select([main], [], [], 60)
+            assert ready, f"serve printed nothing for 60 s: {seen!r}"
+            seen += os.read(main, 4096)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        os.close(main)
+    token = (data / ".mcp_api_token").read_text().strip()
+    assert f"shown this once: {token}" in seen.decode()
