@@ -113,7 +113,7 @@ def thread_names(conn: apsw.Connection, seq_rowid: int) -> list[str]:
     found = rows(
         conn,
         "SELECT t.name FROM thread_members m JOIN threads t ON t.id = m.thread "
-        "WHERE m.sequence_id = ? AND m.status = 'confirmed' ORDER BY t.name",
+        "WHERE m.sequence_id = ? ORDER BY t.name_key",
         (seq_rowid,),
     )
     return [row[0] for row in found]

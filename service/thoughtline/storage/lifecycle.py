@@ -31,7 +31,16 @@ def set_status(conn: apsw.Connection, sequence_id: str, status: str, now_ms: int
         "UPDATE sequences SET status = ?, updated_at = max(updated_at, ?) WHERE public_id = ?",
         (status, now_ms, sequence_id),
     )
-    return conn.changes() > 0
+    changed = conn.changes() > 0
+    if changed and status == "completed":
+        # A completed sequence waits for thread matching, which runs after commit (SPEC §5.3).
+        conn.execute(
+            "INSERT INTO thread_match_queue(sequence_id, queued_at) "
+            "SELECT id, ? FROM sequences WHERE public_id = ? "
+            "ON CONFLICT(sequence_id) DO UPDATE SET queued_at = excluded.queued_at",
+            (now_ms, sequence_id),
+        )
+    return changed
 
 
 def list_sequences(

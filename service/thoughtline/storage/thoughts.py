@@ -27,6 +27,7 @@ from thoughtline.domain.thinking import (
     plan_thought,
     render_write,
 )
+from thoughtline.domain.thread_names import name_key
 from thoughtline.errors import DomainError
 
 FLAG_REOPENED = 1
@@ -126,12 +127,18 @@ def _replay(conn: apsw.Connection, inp: ThoughtInput) -> dict[str, Any] | None:
 def _thread_ids(conn: apsw.Connection, names: Iterable[str]) -> list[int]:
     ids: list[int] = []
     for name in names:
-        found = rows(conn, "SELECT id FROM threads WHERE name = ?", (name,))
+        found = rows(conn, "SELECT id, name, status FROM threads WHERE name_key = ?", (name_key(name),))
         if not found:
             raise DomainError(
                 "thread_not_found",
                 f"thread '{name}' does not exist; threads are never created implicitly — "
-                "create it first, or drop it from 'threads'.",
+                "create it first with configure_thread, or drop it from 'threads'.",
+            )
+        if found[0][2] == "archived":
+            raise DomainError(
+                "thread_archived",
+                f"thread '{found[0][1]}' is archived and takes no new sequences; unarchive it with "
+                "configure_thread, or drop it from 'threads'.",
             )
         ids.append(found[0][0])
     return ids
@@ -189,8 +196,8 @@ def append_thought(conn: apsw.Connection, inp: ThoughtInput, now_ms: int, new_pu
     flags = (FLAG_REOPENED if plan.reopened else 0) | (FLAG_NUMBER_REUSED if plan.number_reused else 0)
     conn.execute(
         "INSERT INTO thoughts(sequence_id, position, branch, number, total, next_needed, body, is_revision, "
-        "revises_number, revises_position, needs_more, flags, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "revises_number, revises_position, needs_more, flags, created_at, event) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             seq_rowid,
             position,
@@ -205,6 +212,7 @@ def append_thought(conn: apsw.Connection, inp: ThoughtInput, now_ms: int, new_pu
             None if inp.needs_more_thoughts is None else int(inp.needs_more_thoughts),
             flags,
             now_ms,
+            inp.event,
         ),
     )
     updates = "parent_public_id = COALESCE(parent_public_id, ?), kind = COALESCE(kind, ?), "
@@ -224,9 +232,16 @@ def append_thought(conn: apsw.Connection, inp: ThoughtInput, now_ms: int, new_pu
     )
     for thread in thread_ids:
         conn.execute(
-            "INSERT INTO thread_members(thread, sequence_id, status, added_by, created_at) "
-            "VALUES (?, ?, 'confirmed', 'agent', ?) ON CONFLICT DO NOTHING",
+            "INSERT INTO thread_members(thread, sequence_id, added_by, created_at) "
+            "VALUES (?, ?, 'agent', ?) ON CONFLICT DO NOTHING",
             (thread, seq_rowid, now_ms),
+        )
+    if plan.status == "completed":
+        # Thread proposals for this sequence are matched after commit, never here (SPEC §5.3).
+        conn.execute(
+            "INSERT INTO thread_match_queue(sequence_id, queued_at) VALUES (?, ?) "
+            "ON CONFLICT(sequence_id) DO UPDATE SET queued_at = excluded.queued_at",
+            (seq_rowid, now_ms),
         )
     known = list(state.branches) if state is not None else []
     names = [*known, plan.new_branch.name] if plan.new_branch is not None else known
