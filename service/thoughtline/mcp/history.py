@@ -143,6 +143,8 @@ def _thought_dict(row: history_store.ThoughtRow) -> dict[str, Any]:
         item["reopened"] = True
     if row.flags & store.FLAG_NUMBER_REUSED:
         item["thoughtNumberReused"] = True
+    if row.event is not None:
+        item["event"] = row.event
     return item
 
 

@@ -40,6 +40,7 @@ class ThoughtRow:
     needs_more: bool | None
     flags: int
     created_at: int
+    event: str | None = None
 
 
 def history_rows(
@@ -63,7 +64,7 @@ def history_rows(
     found = rows(
         conn,
         "SELECT t.position, t.number, t.total, t.next_needed, t.body, b.name, t.is_revision, t.revises_number, "
-        "t.revises_position, t.needs_more, t.flags, t.created_at FROM thoughts t "
+        "t.revises_position, t.needs_more, t.flags, t.created_at, t.event FROM thoughts t "
         "LEFT JOIN branches b ON b.id = t.branch "
         f"WHERE {' AND '.join(where)} ORDER BY t.position {direction} LIMIT ?",
         (*params, limit),
@@ -82,6 +83,7 @@ def history_rows(
             needs_more=None if r[9] is None else bool(r[9]),
             flags=r[10],
             created_at=r[11],
+            event=r[12],
         )
         for r in found
     ]

@@ -236,6 +236,8 @@ def append_thought(conn: apsw.Connection, inp: ThoughtInput, now_ms: int, new_pu
             "VALUES (?, ?, 'agent', ?) ON CONFLICT DO NOTHING",
             (thread, seq_rowid, now_ms),
         )
+        # A member is never proposed (SPEC §5.3).
+        conn.execute("DELETE FROM thread_proposals WHERE thread = ? AND sequence_id = ?", (thread, seq_rowid))
     if plan.status == "completed":
         # Thread proposals for this sequence are matched after commit, never here (SPEC §5.3).
         conn.execute(
