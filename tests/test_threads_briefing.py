@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from mcp import Client
@@ -25,7 +26,7 @@ def iso_at(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
-async def step(client: Client, seq: str, number: int, thought: str, **args: object) -> None:
+async def step(client: Client, seq: str, number: int, thought: str, **args: Any) -> None:
     await think(client, thought, number, sequenceId=seq, **args)
 
 
