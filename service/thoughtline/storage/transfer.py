@@ -12,12 +12,22 @@ from typing import Any
 
 import apsw
 
+from thoughtline.domain.thread_names import name_key
 from thoughtline.errors import DomainError
 from thoughtline.storage.thoughts import get_sequence
 
+_THREAD_KEYS = ("id", "name", "description", "status", "created_at", "updated_at")
+_MEMBER_KEYS = ("thread", "sequence_id", "sequence_public_id", "added_by", "created_at")
+_REJECTION_KEYS = ("thread", "sequence_id", "sequence_public_id", "rejected_at")
+
 
 def iter_export(conn: apsw.Connection) -> Iterator[dict[str, Any]]:
-    """Every sequence, branch and thought as JSON-ready records, parents before children."""
+    """Every sequence, branch, thought, thread, membership and rejection as JSON-ready records.
+
+    Parents come before children. A thought's `event` travels as one of its columns. Pending
+    proposals are not exported: the importing store matches again (its threads' backfill starts
+    pending), and rejections keep what the user turned down out of that.
+    """
     for row in conn.execute("SELECT * FROM sequences ORDER BY id"):
         yield {"type": "sequence", **_row_dict(conn, "sequences", row)}
     for row in conn.execute(
@@ -28,6 +38,18 @@ def iter_export(conn: apsw.Connection) -> Iterator[dict[str, Any]]:
         "SELECT t.*, s.public_id FROM thoughts t JOIN sequences s ON s.id = t.sequence_id ORDER BY t.id"
     ):
         yield {"type": "thought", **_row_dict(conn, "thoughts", row)}
+    for row in conn.execute("SELECT id, name, description, status, created_at, updated_at FROM threads ORDER BY id"):
+        yield {"type": "thread", **dict(zip(_THREAD_KEYS, row, strict=True))}
+    for row in conn.execute(
+        "SELECT m.thread, m.sequence_id, s.public_id, m.added_by, m.created_at FROM thread_members m "
+        "JOIN sequences s ON s.id = m.sequence_id ORDER BY m.thread, m.sequence_id"
+    ):
+        yield {"type": "thread_member", **dict(zip(_MEMBER_KEYS, row, strict=True))}
+    for row in conn.execute(
+        "SELECT r.thread, r.sequence_id, s.public_id, r.rejected_at FROM thread_rejections r "
+        "JOIN sequences s ON s.id = r.sequence_id ORDER BY r.thread, r.sequence_id"
+    ):
+        yield {"type": "thread_rejection", **dict(zip(_REJECTION_KEYS, row, strict=True))}
 
 
 def _columns(conn: apsw.Connection, table: str) -> list[str]:
@@ -46,13 +68,15 @@ def import_records(conn: apsw.Connection, records: Iterable[dict[str, Any]]) -> 
     """Load exported records into this store, remapping row ids; existing sequence ids are refused."""
     seq_map: dict[int, int] = {}
     branch_map: dict[int, int] = {}
-    counts = {"sequence": 0, "branch": 0, "thought": 0}
+    thread_map: dict[int, int] = {}
+    counts = {"sequence": 0, "branch": 0, "thought": 0, "thread": 0, "thread_member": 0, "thread_rejection": 0}
     for rec in records:
         kind = rec.get("type")
         if kind == "sequence":
             if get_sequence(conn, str(rec["public_id"])) is not None:
                 raise DomainError("invalid_input", f"sequence {rec['public_id']} already exists in this store.")
-            cols = [c for c in _columns(conn, "sequences") if c != "id"]
+            # Only the columns the record has: an export from an older schema leaves newer ones at their defaults.
+            cols = [c for c in _columns(conn, "sequences") if c != "id" and c in rec]
             conn.execute(
                 f"INSERT INTO sequences({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
                 tuple(rec[c] for c in cols),
@@ -74,7 +98,7 @@ def import_records(conn: apsw.Connection, records: Iterable[dict[str, Any]]) -> 
             )
             branch_map[int(rec["id"])] = conn.last_insert_rowid()
         elif kind == "thought":
-            cols = [c for c in _columns(conn, "thoughts") if c != "id"]
+            cols = [c for c in _columns(conn, "thoughts") if c != "id" and c in rec]
             values = dict(rec)
             values["sequence_id"] = seq_map[int(rec["sequence_id"])]
             values["branch"] = None if rec["branch"] is None else branch_map[int(rec["branch"])]
@@ -82,10 +106,41 @@ def import_records(conn: apsw.Connection, records: Iterable[dict[str, Any]]) -> 
                 f"INSERT INTO thoughts({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
                 tuple(values[c] for c in cols),
             )
+        elif kind == "thread":
+            thread_map[int(rec["id"])] = _import_thread(conn, rec)
+        elif kind == "thread_member":
+            conn.execute(
+                "INSERT INTO thread_members(thread, sequence_id, added_by, created_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                (thread_map[int(rec["thread"])], seq_map[int(rec["sequence_id"])], rec["added_by"], rec["created_at"]),
+            )
+        elif kind == "thread_rejection":
+            conn.execute(
+                "INSERT INTO thread_rejections(thread, sequence_id, rejected_at) VALUES (?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                (thread_map[int(rec["thread"])], seq_map[int(rec["sequence_id"])], rec["rejected_at"]),
+            )
         else:
-            raise DomainError("invalid_input", f"unknown record type {kind!r}; expected sequence, branch or thought.")
+            raise DomainError(
+                "invalid_input",
+                f"unknown record type {kind!r}; expected sequence, branch, thought, thread, thread_member "
+                "or thread_rejection.",
+            )
         counts[str(kind)] += 1
     return counts
+
+
+def _import_thread(conn: apsw.Connection, rec: dict[str, Any]) -> int:
+    """The target thread of an imported one: a thread of the same name (any case) absorbs it."""
+    name = str(rec["name"])
+    found: list[tuple[int]] = list(conn.execute("SELECT id FROM threads WHERE name_key = ?", (name_key(name),)))
+    if found:
+        return found[0][0]
+    conn.execute(
+        "INSERT INTO threads(name, name_key, description, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+        (name, name_key(name), rec["description"], rec["status"], rec["created_at"], rec["updated_at"]),
+    )
+    return conn.last_insert_rowid()
 
 
 def integrity_problems(conn: apsw.Connection) -> list[str]:
