@@ -33,13 +33,16 @@ MAX_HEADLINE = 160
 # The kinds whose latest occurrence decides whether a thread counts as resolved.
 _OUTCOME_KINDS = frozenset({"resolution", "blocker", "question", "setback"})
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
-_SPACE = re.compile(r"\s+")
 _KINDS: dict[str, EventKind] = {kind: kind for kind in get_args(EventKind)}
 
 
 @dataclass(frozen=True)
 class Event:
-    """One event of a thread: a member thought with an explicit or derived kind."""
+    """One event of a thread: a member thought with an explicit or derived kind.
+
+    `text` is the start of the thought as stored; it is clipped only when shown (`clip`), since a
+    briefing shows a few of a thread's many events.
+    """
 
     kind: EventKind
     at: int
@@ -66,7 +69,7 @@ def event_kind(explicit: str | None, final: bool, revision: bool) -> EventKind |
 
 def clip(text: str, limit: int) -> str:
     """Whitespace collapsed and cut to `limit` characters (an ellipsis marks a cut)."""
-    flat = _SPACE.sub(" ", text).strip()
+    flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
@@ -109,9 +112,12 @@ def open_items(events: Sequence[Event]) -> OpenItems:
     return OpenItems(tuple(blockers), tuple(questions))
 
 
-def reduce_state(events: Sequence[Event], lifecycle: Lifecycle) -> State:
-    """The thread's state from its events in time order; the first matching rule wins."""
-    items = open_items(events)
+def reduce_state(events: Sequence[Event], lifecycle: Lifecycle, items: OpenItems | None = None) -> State:
+    """The thread's state from its events in time order; the first matching rule wins.
+
+    `items` may pass `open_items(events)` when the caller has it already.
+    """
+    items = open_items(events) if items is None else items
     outcomes = [e for e in events if e.kind in _OUTCOME_KINDS]
     if outcomes and outcomes[-1].kind == "resolution" and items.nothing_open:
         return "resolved"
@@ -138,7 +144,7 @@ def lifecycle(archived: bool, last_activity_ms: int, now_ms: int, dormant_days: 
 
 def first_sentence(text: str) -> str:
     """The first sentence of a text (up to its first . ! or ? followed by a space), collapsed."""
-    flat = _SPACE.sub(" ", text).strip()
+    flat = " ".join(text.split())
     end = _SENTENCE_END.search(flat)
     return flat[: end.end()] if end else flat
 

@@ -66,8 +66,7 @@ def thread_events(rows: Sequence[thread_store.EventRow]) -> list[Event]:
     for row in rows:
         kind = event_kind(row.event, row.final, row.revision)
         if kind is not None:
-            text = clip(row.text, MAX_EVENT_TEXT)
-            events.append(Event(kind, row.at, row.sequence_id, row.thought_number, row.branch_id, text))
+            events.append(Event(kind, row.at, row.sequence_id, row.thought_number, row.branch_id, row.text))
     return events
 
 
@@ -79,7 +78,7 @@ def event_dict(event: Event) -> dict[str, Any]:
         "sequenceId": event.sequence_id,
         "thoughtNumber": event.thought_number,
         "branchId": event.branch_id,
-        "text": event.text,
+        "text": clip(event.text, MAX_EVENT_TEXT),
     }
 
 
@@ -113,8 +112,8 @@ def briefing(
     events = thread_events(thread_store.event_rows(conn, thread.rowid))
     last_ms = thread_store.last_activity(conn, thread)
     life = _lifecycle(thread, last_ms, now_ms, periods)
-    state = reduce_state(events, life)
     items = open_items(events)
+    state = reduce_state(events, life, items)
     decisions = [e for e in events if e.kind == "decision"]
     conclusions = [e for e in events if e.kind == "conclusion"]
     result: dict[str, Any] = {
