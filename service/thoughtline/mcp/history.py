@@ -165,6 +165,8 @@ def render_transcript(sequence: dict[str, Any], thoughts: list[dict[str, Any]], 
             tags.append(f"revises {t['revisesThought']}")
         if not t["nextThoughtNeeded"]:
             tags.append("final")
+        if "event" in t:
+            tags.append(t["event"])
         lines += ["", " · ".join(tags), t["thought"]]
     if next_cursor:
         lines += ["", f"More thoughts follow; pass cursor={next_cursor} to continue."]
