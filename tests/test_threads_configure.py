@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import jsonschema  # type: ignore[import-untyped]  # ships no type stubs; only `validate` is used
 import pytest
 
+from tests.support import mcp_client
 from tests.thread_support import Served, call, connected, create, refused, served, think
 from thoughtline.config import Settings
 
@@ -262,3 +264,25 @@ async def test_pending_proposals_counts_the_threads_proposal_rows(app: Served) -
         )
         listed = await call(client, "configure_thread", action="list")
     assert listed["threads"][0]["pendingProposals"] == 2
+
+
+async def test_results_match_the_declared_output_schemas_on_both_endpoints(app: Served) -> None:
+    for path, mode in (("/mcp-compat", "legacy"), ("/mcp", "2026-07-28")):
+        async with mcp_client(app.server.base_url, path=path, mode=mode) as client:
+            declared = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+            name = f"pg {mode}"
+            results = [
+                ("configure_thread", await call(client, "configure_thread", action="create", name=name)),
+                ("configure_thread", await call(client, "configure_thread", action="list")),
+            ]
+            await think(client, "Blocked on the vendor", threads=[name], event="blocker")
+            await think(client, "Done", threads=[name], done=True)
+            results.append(("thread_briefing", await call(client, "thread_briefing", name=name, since="2020-01-01")))
+            results.append(
+                ("configure_thread", await call(client, "configure_thread", action="delete", name=name, confirm=True))
+            )
+        for tool, result in results:
+            schema = declared[tool]
+            assert schema is not None
+            jsonschema.validate(result, schema)
+    assert results[2][1]["latestConclusion"]["text"] == "Done"
