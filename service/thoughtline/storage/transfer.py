@@ -19,6 +19,7 @@ from thoughtline.storage.thoughts import get_sequence
 _THREAD_KEYS = ("id", "name", "description", "status", "created_at", "updated_at")
 _MEMBER_KEYS = ("thread", "sequence_id", "sequence_public_id", "added_by", "created_at")
 _REJECTION_KEYS = ("thread", "sequence_id", "sequence_public_id", "rejected_at")
+THREAD_RECORDS = ("thread", "thread_member", "thread_rejection")
 
 
 def iter_export(conn: apsw.Connection) -> Iterator[dict[str, Any]]:
@@ -106,20 +107,8 @@ def import_records(conn: apsw.Connection, records: Iterable[dict[str, Any]]) -> 
                 f"INSERT INTO thoughts({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
                 tuple(values[c] for c in cols),
             )
-        elif kind == "thread":
-            thread_map[int(rec["id"])] = _import_thread(conn, rec)
-        elif kind == "thread_member":
-            conn.execute(
-                "INSERT INTO thread_members(thread, sequence_id, added_by, created_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT DO NOTHING",
-                (thread_map[int(rec["thread"])], seq_map[int(rec["sequence_id"])], rec["added_by"], rec["created_at"]),
-            )
-        elif kind == "thread_rejection":
-            conn.execute(
-                "INSERT INTO thread_rejections(thread, sequence_id, rejected_at) VALUES (?, ?, ?) "
-                "ON CONFLICT DO NOTHING",
-                (thread_map[int(rec["thread"])], seq_map[int(rec["sequence_id"])], rec["rejected_at"]),
-            )
+        elif kind in THREAD_RECORDS:
+            _import_thread_record(conn, rec, seq_map, thread_map)
         else:
             raise DomainError(
                 "invalid_input",
@@ -128,6 +117,26 @@ def import_records(conn: apsw.Connection, records: Iterable[dict[str, Any]]) -> 
             )
         counts[str(kind)] += 1
     return counts
+
+
+def _import_thread_record(
+    conn: apsw.Connection, rec: dict[str, Any], seq_map: dict[int, int], thread_map: dict[int, int]
+) -> None:
+    """Insert one `thread`, `thread_member` or `thread_rejection` record, remapping its row ids."""
+    kind = rec["type"]
+    if kind == "thread":
+        thread_map[int(rec["id"])] = _import_thread(conn, rec)
+    elif kind == "thread_member":
+        conn.execute(
+            "INSERT INTO thread_members(thread, sequence_id, added_by, created_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            (thread_map[int(rec["thread"])], seq_map[int(rec["sequence_id"])], rec["added_by"], rec["created_at"]),
+        )
+    else:
+        conn.execute(
+            "INSERT INTO thread_rejections(thread, sequence_id, rejected_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            (thread_map[int(rec["thread"])], seq_map[int(rec["sequence_id"])], rec["rejected_at"]),
+        )
 
 
 def _import_thread(conn: apsw.Connection, rec: dict[str, Any]) -> int:
