@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from thoughtline.domain.thread_state import (
     DAY_MS,
@@ -172,3 +174,40 @@ def test_texts_are_collapsed_and_clipped_with_an_ellipsis() -> None:
     assert cut.endswith("…")
     assert len(headline("y" * 500, [], "f")) == 160
     assert first_sentence("  Hello   world. More ") == "Hello world."
+
+
+_KINDS: list[EventKind] = [
+    "decision",
+    "blocker",
+    "blocker_cleared",
+    "question",
+    "answer",
+    "milestone",
+    "setback",
+    "resolution",
+    "observation",
+    "conclusion",
+    "update",
+]
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from(_KINDS), st.sampled_from(["a", "b", "c"])), max_size=30),
+    st.sampled_from(["active", "dormant", "closed"]),
+)
+def test_any_timeline_reduces_to_a_state_consistent_with_its_open_items(
+    specs: list[tuple[EventKind, str]], life: Lifecycle
+) -> None:
+    events = [ev(kind, seq, at=i) for i, (kind, seq) in enumerate(specs)]
+    items = open_items(events)
+    state = reduce_state(events, life)
+    opened = sum(e.kind == "blocker" for e in events), sum(e.kind == "question" for e in events)
+    assert len(items.blockers) <= opened[0]
+    assert len(items.questions) <= opened[1]
+    assert (state == "blocked") == bool(items.blockers)
+    if state == "resolved":
+        assert items.nothing_open
+    if state in ("stable", "ongoing"):
+        assert items.nothing_open
+        assert not events or events[-1].kind != "setback"
+    assert state == reduce_state(events, life, items)
