@@ -283,6 +283,23 @@ def test_branch_and_revision_cards_carry_their_badges(harness: Harness) -> None:
     harness.screenshot("revision-card")
 
 
+def test_a_thought_with_a_thread_event_carries_its_badge_on_the_card_and_in_the_process(harness: Harness) -> None:
+    steps = [
+        step(1, 2, "Quota raised; the copy runs again.", event="blocker_cleared"),
+        step(2, 2, "Plain step."),
+    ]
+    steps[-1]["nextThoughtNeeded"] = False
+    _, calls = write_thoughts(harness.call_tool, steps)
+    app = harness.app
+
+    harness.mount(card_scenario(calls[0]))
+    expect(app.locator("#card-head .chip.event")).to_have_text("blocker cleared", timeout=WAIT_MS)
+
+    harness.mount(card_scenario(calls[1]))
+    expect(app.locator("#card-head .chip.event")).to_have_count(0, timeout=WAIT_MS)
+    expect(app.locator("#process summary .chip.event")).to_have_text(["blocker cleared"], timeout=WAIT_MS)
+
+
 def test_long_text_and_long_names_wrap_in_a_narrow_host(harness: Harness) -> None:
     unbroken = "x" * 400
     branch = "b" * 128

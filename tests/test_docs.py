@@ -83,6 +83,8 @@ SAMPLES = {
     "GITHUB_API_URL": "https://ghe.example.com/api/v3",
     "THOUGHTLINE_MAX_BODY_BYTES": "2048",
     "THOUGHTLINE_LOG_LEVEL": "debug",
+    "THOUGHTLINE_THREAD_DORMANT_DAYS": "7.5",
+    "THOUGHTLINE_THREAD_CLOSED_DAYS": "60",
 }
 # Settings fields no environment variable sets (tests and embedding code pass them directly).
 INTERNAL_FIELDS = {"idle_store_seconds"}

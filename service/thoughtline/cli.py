@@ -185,7 +185,10 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
         ) from None
     finally:
         conn.close()
-    print(f"imported {counts['sequence']} sequences, {counts['branch']} branches, {counts['thought']} thoughts")
+    print(
+        f"imported {counts['sequence']} sequences, {counts['branch']} branches, {counts['thought']} thoughts, "
+        f"{counts['thread']} threads"
+    )
     return 0
 
 

@@ -7,6 +7,7 @@ module receives a `Settings` (or the pieces it needs) as an argument.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -42,6 +43,20 @@ def _int(environ: Mapping[str, str], name: str, default: int, minimum: int = 0) 
     return value
 
 
+def _days(environ: Mapping[str, str], name: str, default: float) -> float:
+    """A positive number of days; decimals allowed (0.5 = twelve hours)."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r} is not a number of days; set it to e.g. {default:g}.") from None
+    if not math.isfinite(value) or value <= 0:
+        raise SettingsError(f"{name}={raw!r} must be a positive number of days, e.g. {default:g}.")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the service can be told from outside. Secrets are excluded from repr."""
@@ -65,6 +80,8 @@ class Settings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     idle_store_seconds: float = 300.0
     log_level: str = "info"
+    thread_dormant_days: float = 14.0
+    thread_closed_days: float = 45.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -92,6 +109,13 @@ class Settings:
                 "Generate one with `thoughtline token`, or unset it (`thoughtline serve` then generates one)."
             )
         owner = environ.get("THOUGHTLINE_OWNER", "").strip() or None
+        dormant = _days(environ, "THOUGHTLINE_THREAD_DORMANT_DAYS", 14.0)
+        closed = _days(environ, "THOUGHTLINE_THREAD_CLOSED_DAYS", 45.0)
+        if closed < dormant:
+            raise SettingsError(
+                f"THOUGHTLINE_THREAD_CLOSED_DAYS={closed:g} is shorter than THOUGHTLINE_THREAD_DORMANT_DAYS="
+                f"{dormant:g}; a thread goes dormant before it closes, so set closed to {dormant:g} or more."
+            )
         return cls(
             data_dir=Path(environ.get("THOUGHTLINE_DATA_DIR", "").strip() or "./data"),
             host=environ.get("HOST", "").strip() or "127.0.0.1",
@@ -111,6 +135,8 @@ class Settings:
             library=library == "on",
             max_body_bytes=_int(environ, "THOUGHTLINE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1024),
             log_level=environ.get("THOUGHTLINE_LOG_LEVEL", "").strip().lower() or "info",
+            thread_dormant_days=dormant,
+            thread_closed_days=closed,
         )
 
     @property

@@ -20,6 +20,9 @@ ErrorCode = Literal[
     "idempotency_conflict",
     "invalid_input",
     "thread_not_found",
+    "thread_exists",
+    "thread_archived",
+    "proposal_not_found",
     "storage_error",
 ]
 

@@ -24,6 +24,19 @@ DEFAULT_HISTORY_CHARS = 60_000
 MAX_THREADS_PER_CALL = 16
 MAX_KIND_CHARS = 64
 MAIN_BRANCH = "main"
+# Thought-level events a caller may tag (SPEC §5.3); `conclusion` and `update` are derived only.
+EVENT_KINDS = (
+    "decision",
+    "blocker",
+    "blocker_cleared",
+    "question",
+    "answer",
+    "milestone",
+    "setback",
+    "resolution",
+    "observation",
+)
+DERIVED_EVENT_KINDS = ("conclusion", "update")
 
 SEQUENCE_ID_RE = re.compile(r"^seq_[0-9a-f]{32}$")
 _INT_RE = re.compile(r"^\s*[+]?\d{1,12}\s*$")
@@ -136,6 +149,7 @@ class ThoughtInput:
     threads: tuple[str, ...] = ()
     parent_sequence_id: str | None = None
     kind: str | None = None
+    event: str | None = None
 
 
 THOUGHT_FIELDS = frozenset(
@@ -155,6 +169,7 @@ THOUGHT_FIELDS = frozenset(
         "threads",
         "parentSequenceId",
         "kind",
+        "event",
     }
 )
 
@@ -199,7 +214,22 @@ def parse_thought(args: Mapping[str, Any]) -> ThoughtInput:
         threads=threads,
         parent_sequence_id=coerce_sequence_id(args, "parentSequenceId"),
         kind=coerce_str(args, "kind", max_chars=MAX_KIND_CHARS),
+        event=parse_event(args.get("event")),
     )
+
+
+def parse_event(value: Any) -> str | None:
+    """An optional thought-level event kind; the derived kinds are refused as input."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value in EVENT_KINDS:
+        return value
+    if value in DERIVED_EVENT_KINDS:
+        raise invalid(
+            f"'event' cannot be {value!r}: conclusion and update are derived (a final thought is a conclusion, "
+            f"a revision an update); omit 'event' or use one of: {', '.join(EVENT_KINDS)}."
+        )
+    raise invalid(f"'event' must be one of {', '.join(EVENT_KINDS)}; got {_describe(value)}.")
 
 
 def _parse_threads(value: Any) -> tuple[str, ...]:

@@ -148,6 +148,8 @@ def _thought_dict(row: history_store.ThoughtRow) -> dict[str, Any]:
         item["reopened"] = True
     if row.flags & store.FLAG_NUMBER_REUSED:
         item["thoughtNumberReused"] = True
+    if row.event is not None:
+        item["event"] = row.event
     return item
 
 
@@ -168,6 +170,8 @@ def render_transcript(sequence: dict[str, Any], thoughts: list[dict[str, Any]], 
             tags.append(f"revises {t['revisesThought']}")
         if not t["nextThoughtNeeded"]:
             tags.append("final")
+        if "event" in t:
+            tags.append(t["event"])
         lines += ["", " · ".join(tags), t["thought"]]
     if next_cursor:
         lines += ["", f"More thoughts follow; pass cursor={next_cursor} to continue."]

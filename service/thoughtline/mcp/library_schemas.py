@@ -30,7 +30,7 @@ MANAGE_DESCRIPTION = """Change a reasoning sequence's lifecycle: pause, resume, 
 resume returns the sequence's last thought so you can continue where it stopped (then call
 sequentialthinking with the same sequenceId)."""
 
-MANAGE_DISCOVERY = " action 'list' shows your most recently updated sequences, optionally by status."
+MANAGE_DISCOVERY = " action 'list' shows your most recently updated sequences, optionally by status or thread."
 
 _STATUS_SCHEMA: dict[str, Any] = {"type": "string", "enum": list(STATUSES)}
 _NULLABLE_STR: dict[str, Any] = nullable({"type": "string"})
@@ -110,6 +110,7 @@ def manage_tool(discovery: bool) -> types.Tool:
     if discovery:
         properties["status"] = {**_STATUS_SCHEMA, "description": "With action 'list': only this status."}
         properties["limit"] = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
+        properties["thread"] = {"type": "string", "description": "With action 'list': only this thread's members."}
     return types.Tool(
         name="manage_sequence",
         title="Manage sequence",

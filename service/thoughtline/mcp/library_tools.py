@@ -277,7 +277,7 @@ def render_search(query: str, outcome: Outcome, waiting: int) -> ToolOutput:
 
 def _manage_handler(discovery: bool) -> Callable[[Mapping[str, Any], ToolContext], Any]:
     async def handle(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
-        allowed = {"action", "sequenceId", "status", "limit"} if discovery else {"action", "sequenceId"}
+        allowed = {"action", "sequenceId", "status", "limit", "thread"} if discovery else {"action", "sequenceId"}
         reject_unknown(args, frozenset(allowed))
         action = args.get("action")
         choices = (*ACTIONS, LIST_ACTION) if discovery else ACTIONS
@@ -340,7 +340,14 @@ async def _list(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
     if status is not None and status not in STATUSES:
         raise invalid(f"'status' must be one of {', '.join(STATUSES)}; got {str(status)[:30]!r}.")
     limit = coerce_int(args, "limit", high=MAX_LIMIT) or DEFAULT_LIMIT
-    found = await ctx.store.read(lambda conn: lifecycle_store.list_sequences(conn, status, limit))
+    thread = coerce_str(args, "thread", max_chars=128)
+
+    def listed(conn: Any) -> list[lifecycle_store.SequenceSummary]:
+        if thread is not None and not search_store.thread_exists(conn, thread):
+            raise DomainError("thread_not_found", f"no thread named {thread!r}; check the name or omit 'thread'.")
+        return lifecycle_store.list_sequences(conn, status, limit, thread=thread)
+
+    found = await ctx.store.read(listed)
     items = [
         {
             "sequenceId": s.sequence_id,
@@ -353,7 +360,7 @@ async def _list(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         }
         for s in found
     ]
-    kind = f"{status} sequences" if status else "sequences"
+    kind = (f"{status} sequences" if status else "sequences") + (f" in thread {thread!r}" if thread else "")
     lines = [f"{len(items)} most recently updated {kind}:" if items else f"No {kind} stored."]
     lines += [f"- {i['sequenceId']} [{i['status']}] {i['title']} ({i['thoughtHistoryLength']} thoughts)" for i in items]
     return ToolOutput(text="\n".join(lines), structured={"sequences": items})

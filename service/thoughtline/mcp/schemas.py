@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from thoughtline.domain.arguments import (
+    EVENT_KINDS,
     MAX_BRANCH_ID_CHARS,
     MAX_HISTORY_CHARS,
     MAX_HISTORY_LIMIT,
@@ -68,6 +69,11 @@ THOUGHT_INPUT = _obj(
         },
         "parentSequenceId": {**_SEQ_ID, "description": "The parent agent's sequence (for sub-agents)."},
         "kind": {"type": "string", "maxLength": 64, "description": "Free label, e.g. 'plan' or 'debug'."},
+        "event": {
+            "type": "string",
+            "enum": list(EVENT_KINDS),
+            "description": "What this thought is for a thread's briefing, e.g. decision, blocker, question.",
+        },
     },
     ["thought", "nextThoughtNeeded", "thoughtNumber", "totalThoughts"],
 )
@@ -130,6 +136,7 @@ _THOUGHT_OUT = _obj(
         "needsMoreThoughts": {"type": "boolean"},
         "reopened": {"type": "boolean"},
         "thoughtNumberReused": {"type": "boolean"},
+        "event": {"type": "string", "enum": list(EVENT_KINDS)},
     },
     ["index", "thoughtNumber", "totalThoughts", "nextThoughtNeeded", "thought", "createdAt"],
     closed=False,

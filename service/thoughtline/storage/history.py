@@ -42,6 +42,7 @@ class ThoughtRow:
     created_at: int
     branch_from_thought: int | None = None
     branch_from_branch_id: str | None = None
+    event: str | None = None
 
 
 def history_rows(
@@ -66,7 +67,7 @@ def history_rows(
         conn,
         "SELECT t.position, t.number, t.total, t.next_needed, t.body, b.name, t.is_revision, t.revises_number, "
         "t.revises_position, t.needs_more, t.flags, t.created_at, t.sent_branch_from_thought, "
-        "t.sent_branch_from_branch_id FROM thoughts t "
+        "t.sent_branch_from_branch_id, t.event FROM thoughts t "
         "LEFT JOIN branches b ON b.id = t.branch "
         f"WHERE {' AND '.join(where)} ORDER BY t.position {direction} LIMIT ?",
         (*params, limit),
@@ -87,6 +88,7 @@ def history_rows(
             created_at=r[11],
             branch_from_thought=r[12],
             branch_from_branch_id=r[13],
+            event=r[14],
         )
         for r in found
     ]
@@ -118,7 +120,7 @@ def thread_names(conn: apsw.Connection, seq_rowid: int) -> list[str]:
     found = rows(
         conn,
         "SELECT t.name FROM thread_members m JOIN threads t ON t.id = m.thread "
-        "WHERE m.sequence_id = ? AND m.status = 'confirmed' ORDER BY t.name",
+        "WHERE m.sequence_id = ? ORDER BY t.name_key",
         (seq_rowid,),
     )
     return [row[0] for row in found]

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import apsw
 
+from thoughtline.domain.thread_names import name_key
+
 
 @dataclass(frozen=True)
 class SequenceSummary:
@@ -31,18 +33,32 @@ def set_status(conn: apsw.Connection, sequence_id: str, status: str, now_ms: int
         "UPDATE sequences SET status = ?, updated_at = max(updated_at, ?) WHERE public_id = ?",
         (status, now_ms, sequence_id),
     )
-    return conn.changes() > 0
+    changed = conn.changes() > 0
+    if changed and status == "completed":
+        # A completed sequence waits for thread matching, which runs after commit (SPEC §5.3).
+        conn.execute(
+            "INSERT INTO thread_match_queue(sequence_id, queued_at) "
+            "SELECT id, ? FROM sequences WHERE public_id = ? "
+            "ON CONFLICT(sequence_id) DO UPDATE SET queued_at = excluded.queued_at",
+            (now_ms, sequence_id),
+        )
+    return changed
 
 
 def list_sequences(
-    conn: apsw.Connection, status: str | None, limit: int, before_ms: int | None = None
+    conn: apsw.Connection, status: str | None, limit: int, before_ms: int | None = None, thread: str | None = None
 ) -> list[SequenceSummary]:
-    """Most recently updated sequences first, optionally of one status or updated before a time."""
+    """Most recently updated sequences first, optionally of one status, updated before a time, or in a thread.
+
+    `thread` is a thread's name (any case); only its confirmed members are listed.
+    """
     found = conn.execute(
         "SELECT public_id, title, status, thought_count, parent_public_id, created_at, updated_at "
         "FROM sequences WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR updated_at < ?2) "
+        "AND (?4 IS NULL OR id IN (SELECT m.sequence_id FROM thread_members m JOIN threads th ON th.id = m.thread "
+        "WHERE th.name_key = ?4)) "
         "ORDER BY updated_at DESC, id DESC LIMIT ?3",
-        (status, before_ms, limit),
+        (status, before_ms, limit, None if thread is None else name_key(thread)),
     )
     return [
         SequenceSummary(

@@ -14,6 +14,7 @@ from typing import Any
 
 import apsw
 
+from thoughtline.domain.thread_names import name_key
 from thoughtline.storage.migrations import VECTOR_SLOTS
 
 STATUSES = ("active", "paused", "completed", "abandoned")
@@ -83,9 +84,9 @@ def _where(filters: SearchFilters) -> tuple[str, list[object]]:
         # Threads restrict search, never boost it (SPEC §5); only confirmed members count.
         clauses.append(
             "s.id IN (SELECT m.sequence_id FROM thread_members m JOIN threads th ON th.id = m.thread "
-            "WHERE th.name = ? AND m.status = 'confirmed')"
+            "WHERE th.name_key = ?)"
         )
-        params.append(filters.thread)
+        params.append(name_key(filters.thread))
     return (" AND " + " AND ".join(clauses) if clauses else ""), params
 
 
@@ -211,7 +212,7 @@ def load_thoughts(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, Though
 
 def thread_exists(conn: apsw.Connection, name: str) -> bool:
     """Whether a thread of this name exists (names compare case-insensitively)."""
-    return bool(conn.execute("SELECT 1 FROM threads WHERE name = ?", (name,)).fetchall())
+    return bool(conn.execute("SELECT 1 FROM threads WHERE name_key = ?", (name_key(name),)).fetchall())
 
 
 def thought_count(conn: apsw.Connection) -> int:

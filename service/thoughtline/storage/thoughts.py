@@ -28,6 +28,7 @@ from thoughtline.domain.thinking import (
     plan_thought,
     render_write,
 )
+from thoughtline.domain.thread_names import name_key
 from thoughtline.errors import DomainError
 from thoughtline.storage import canonical
 
@@ -128,12 +129,18 @@ def _replay(conn: apsw.Connection, inp: ThoughtInput) -> dict[str, Any] | None:
 def _thread_ids(conn: apsw.Connection, names: Iterable[str]) -> list[int]:
     ids: list[int] = []
     for name in names:
-        found = rows(conn, "SELECT id FROM threads WHERE name = ?", (name,))
+        found = rows(conn, "SELECT id, name, status FROM threads WHERE name_key = ?", (name_key(name),))
         if not found:
             raise DomainError(
                 "thread_not_found",
                 f"thread '{name}' does not exist; threads are never created implicitly — "
-                "create it first, or drop it from 'threads'.",
+                "create it first with configure_thread, or drop it from 'threads'.",
+            )
+        if found[0][2] == "archived":
+            raise DomainError(
+                "thread_archived",
+                f"thread '{found[0][1]}' is archived and takes no new sequences; unarchive it with "
+                "configure_thread, or drop it from 'threads'.",
             )
         ids.append(found[0][0])
     return ids
@@ -209,7 +216,7 @@ def append_thought(
     conn.execute(
         "INSERT INTO thoughts(sequence_id, position, branch, number, total, next_needed, body, is_revision, "
         "revises_number, revises_position, needs_more, flags, created_at, sent_branch_from_thought, "
-        "sent_branch_from_branch_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "sent_branch_from_branch_id, event) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             seq_rowid,
             position,
@@ -226,6 +233,7 @@ def append_thought(
             now_ms,
             inp.branch_from_thought,
             inp.branch_from_branch_id,
+            inp.event,
         ),
     )
     updates = "parent_public_id = COALESCE(parent_public_id, ?), kind = COALESCE(kind, ?), "
@@ -245,9 +253,18 @@ def append_thought(
     )
     for thread in thread_ids:
         conn.execute(
-            "INSERT INTO thread_members(thread, sequence_id, status, added_by, created_at) "
-            "VALUES (?, ?, 'confirmed', 'agent', ?) ON CONFLICT DO NOTHING",
+            "INSERT INTO thread_members(thread, sequence_id, added_by, created_at) "
+            "VALUES (?, ?, 'agent', ?) ON CONFLICT DO NOTHING",
             (thread, seq_rowid, now_ms),
+        )
+        # A member is never proposed (SPEC §5.3).
+        conn.execute("DELETE FROM thread_proposals WHERE thread = ? AND sequence_id = ?", (thread, seq_rowid))
+    if plan.status == "completed":
+        # Thread proposals for this sequence are matched after commit, never here (SPEC §5.3).
+        conn.execute(
+            "INSERT INTO thread_match_queue(sequence_id, queued_at) VALUES (?, ?) "
+            "ON CONFLICT(sequence_id) DO UPDATE SET queued_at = excluded.queued_at",
+            (seq_rowid, now_ms),
         )
     known = list(state.branches) if state is not None else []
     names = [*known, plan.new_branch.name] if plan.new_branch is not None else known

@@ -12,12 +12,23 @@ from typing import Any
 
 import apsw
 
+from thoughtline.domain.thread_names import name_key
 from thoughtline.errors import DomainError
 from thoughtline.storage.thoughts import get_sequence
 
+_THREAD_KEYS = ("id", "name", "description", "status", "created_at", "updated_at")
+_MEMBER_KEYS = ("thread", "sequence_id", "sequence_public_id", "added_by", "created_at")
+_REJECTION_KEYS = ("thread", "sequence_id", "sequence_public_id", "rejected_at")
+THREAD_RECORDS = ("thread", "thread_member", "thread_rejection")
+
 
 def iter_export(conn: apsw.Connection) -> Iterator[dict[str, Any]]:
-    """Every sequence, branch and thought as JSON-ready records, parents before children."""
+    """Every sequence, branch, thought, thread, membership and rejection as JSON-ready records.
+
+    Parents come before children. A thought's `event` travels as one of its columns. Pending
+    proposals are not exported: the importing store matches again (its threads' backfill starts
+    pending), and rejections keep what the user turned down out of that.
+    """
     for row in conn.execute("SELECT * FROM sequences ORDER BY id"):
         yield {"type": "sequence", **_row_dict(conn, "sequences", row)}
     for row in conn.execute(
@@ -28,6 +39,18 @@ def iter_export(conn: apsw.Connection) -> Iterator[dict[str, Any]]:
         "SELECT t.*, s.public_id FROM thoughts t JOIN sequences s ON s.id = t.sequence_id ORDER BY t.id"
     ):
         yield {"type": "thought", **_row_dict(conn, "thoughts", row)}
+    for row in conn.execute("SELECT id, name, description, status, created_at, updated_at FROM threads ORDER BY id"):
+        yield {"type": "thread", **dict(zip(_THREAD_KEYS, row, strict=True))}
+    for row in conn.execute(
+        "SELECT m.thread, m.sequence_id, s.public_id, m.added_by, m.created_at FROM thread_members m "
+        "JOIN sequences s ON s.id = m.sequence_id ORDER BY m.thread, m.sequence_id"
+    ):
+        yield {"type": "thread_member", **dict(zip(_MEMBER_KEYS, row, strict=True))}
+    for row in conn.execute(
+        "SELECT r.thread, r.sequence_id, s.public_id, r.rejected_at FROM thread_rejections r "
+        "JOIN sequences s ON s.id = r.sequence_id ORDER BY r.thread, r.sequence_id"
+    ):
+        yield {"type": "thread_rejection", **dict(zip(_REJECTION_KEYS, row, strict=True))}
 
 
 def _columns(conn: apsw.Connection, table: str) -> list[str]:
@@ -50,10 +73,11 @@ def import_records(conn: apsw.Connection, records: Iterable[dict[str, Any]]) -> 
     """
     seq_map: dict[int, int] = {}
     branch_map: dict[int, int] = {}
-    counts = {"sequence": 0, "branch": 0, "thought": 0}
+    thread_map: dict[int, int] = {}
+    counts = {"sequence": 0, "branch": 0, "thought": 0, "thread": 0, "thread_member": 0, "thread_rejection": 0}
     for number, rec in enumerate(records, start=1):
         try:
-            _import_one(conn, rec, seq_map, branch_map)
+            _import_one(conn, rec, seq_map, branch_map, thread_map)
         except (KeyError, TypeError, ValueError) as exc:
             raise DomainError(
                 "invalid_input",
@@ -65,7 +89,11 @@ def import_records(conn: apsw.Connection, records: Iterable[dict[str, Any]]) -> 
 
 
 def _import_one(
-    conn: apsw.Connection, rec: dict[str, Any], seq_map: dict[int, int], branch_map: dict[int, int]
+    conn: apsw.Connection,
+    rec: dict[str, Any],
+    seq_map: dict[int, int],
+    branch_map: dict[int, int],
+    thread_map: dict[int, int],
 ) -> None:
     """Insert one record, recording its new row id for the records that refer to it."""
     kind = rec.get("type")
@@ -105,8 +133,47 @@ def _import_one(
             f"INSERT INTO thoughts({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
             tuple(values[c] for c in cols),
         )
+    elif kind in THREAD_RECORDS:
+        _import_thread_record(conn, rec, seq_map, thread_map)
     else:
-        raise DomainError("invalid_input", f"unknown record type {kind!r}; expected sequence, branch or thought.")
+        raise DomainError(
+            "invalid_input",
+            f"unknown record type {kind!r}; expected sequence, branch, thought, thread, thread_member "
+            "or thread_rejection.",
+        )
+
+
+def _import_thread_record(
+    conn: apsw.Connection, rec: dict[str, Any], seq_map: dict[int, int], thread_map: dict[int, int]
+) -> None:
+    """Insert one `thread`, `thread_member` or `thread_rejection` record, remapping its row ids."""
+    kind = rec["type"]
+    if kind == "thread":
+        thread_map[int(rec["id"])] = _import_thread(conn, rec)
+    elif kind == "thread_member":
+        conn.execute(
+            "INSERT INTO thread_members(thread, sequence_id, added_by, created_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            (thread_map[int(rec["thread"])], seq_map[int(rec["sequence_id"])], rec["added_by"], rec["created_at"]),
+        )
+    else:
+        conn.execute(
+            "INSERT INTO thread_rejections(thread, sequence_id, rejected_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            (thread_map[int(rec["thread"])], seq_map[int(rec["sequence_id"])], rec["rejected_at"]),
+        )
+
+
+def _import_thread(conn: apsw.Connection, rec: dict[str, Any]) -> int:
+    """The target thread of an imported one: a thread of the same name (any case) absorbs it."""
+    name = str(rec["name"])
+    found: list[tuple[int]] = list(conn.execute("SELECT id FROM threads WHERE name_key = ?", (name_key(name),)))
+    if found:
+        return found[0][0]
+    conn.execute(
+        "INSERT INTO threads(name, name_key, description, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+        (name, name_key(name), rec["description"], rec["status"], rec["created_at"], rec["updated_at"]),
+    )
+    return conn.last_insert_rowid()
 
 
 def integrity_problems(conn: apsw.Connection) -> list[str]:

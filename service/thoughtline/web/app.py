@@ -32,9 +32,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from thoughtline import __version__
 from thoughtline.clock import Clock, SystemClock
 from thoughtline.config import Settings, settings_from_process_env
+from thoughtline.library.briefing import Periods
 from thoughtline.mcp import ui_resource
 from thoughtline.mcp.fastpath import DirectToolCalls
 from thoughtline.mcp.library_tools import Library
+from thoughtline.mcp.thread_tools import ThreadTools
 from thoughtline.mcp.tools import ToolRegistry, ToolSpec, core_tools
 from thoughtline.oauth import OAuthDoor, build_oauth
 from thoughtline.storage import migrations
@@ -177,6 +179,14 @@ def app_resource() -> tuple[types.Resource, str]:
 UI_TOOL_META = {"ui": {"resourceUri": ui_resource.PROCESS_URI}, "ui/resourceUri": ui_resource.PROCESS_URI}
 
 
+def _thread_tools(settings: Settings) -> list[ToolSpec]:
+    """The thread tools (SPEC §5.3); none exist with the library off."""
+    if not settings.library:
+        return []
+    periods = Periods(settings.thread_dormant_days, settings.thread_closed_days)
+    return ThreadTools(periods).tools()
+
+
 def create_app(
     settings: Settings,
     *,
@@ -208,7 +218,12 @@ def create_app(
     library = Library(embedder_factory) if embedder_factory is not None else Library()
     router.on_open.append(library.attach)
     router.on_close.append(library.detach)
-    tools = [*core_tools(UI_TOOL_META), *library.tools(discovery=settings.library), *extras.tools]
+    tools = [
+        *core_tools(UI_TOOL_META),
+        *library.tools(discovery=settings.library),
+        *_thread_tools(settings),
+        *extras.tools,
+    ]
     registry = ToolRegistry(tools, router, clock)
     server = build_mcp_server(registry, extras)
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # HostOriginGuard does it

@@ -1,0 +1,263 @@
+"""Thread SQL: the registry, confirmed memberships, and the rows a briefing is built from.
+
+Typed functions over an apsw connection inside the caller's transaction (the writer's, or a
+read snapshot). Threads are looked up by `name_key` (the casefolded name), never by `name`.
+Proposal matching and review live with the proposals (`library/proposals.py`); this module only
+keeps their tables consistent when memberships change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apsw
+
+from thoughtline.domain.thread_names import name_key
+from thoughtline.errors import DomainError
+from thoughtline.storage.thoughts import rows
+
+_THREAD_COLS = "id, name, description, status, created_at, updated_at"
+# Events are read up to this many characters of the thought; the briefing clips them to 280.
+_EVENT_TEXT_CHARS = 600
+
+
+@dataclass(frozen=True)
+class ThreadRow:
+    """A thread's registry entry."""
+
+    rowid: int
+    name: str
+    description: str
+    status: str
+    created_at: int
+    updated_at: int
+
+    @property
+    def archived(self) -> bool:
+        """Whether the thread is archived."""
+        return self.status == "archived"
+
+
+@dataclass(frozen=True)
+class ThreadStats:
+    """Counts and the latest activity of one thread."""
+
+    member_count: int
+    pending_proposals: int
+    last_activity_at: int
+
+
+@dataclass(frozen=True)
+class MemberRow:
+    """A confirmed member sequence as the briefing lists it."""
+
+    rowid: int
+    sequence_id: str
+    title: str
+    status: str
+    updated_at: int
+    added_by: str
+    joined_at: int
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """A member thought that is (or may be) an event, with what the briefing shows of it."""
+
+    event: str | None
+    final: bool
+    revision: bool
+    at: int
+    sequence_id: str
+    thought_number: int
+    branch_id: str | None
+    text: str
+
+
+def find_thread(conn: apsw.Connection, name: str) -> ThreadRow | None:
+    """The thread whose name equals `name` case-insensitively, or None."""
+    found = rows(conn, f"SELECT {_THREAD_COLS} FROM threads WHERE name_key = ?", (name_key(name),))
+    return ThreadRow(*found[0]) if found else None
+
+
+def require_thread(conn: apsw.Connection, name: str) -> ThreadRow:
+    """The named thread, or `thread_not_found` saying how to find the right name."""
+    thread = find_thread(conn, name)
+    if thread is None:
+        raise DomainError(
+            "thread_not_found",
+            f"no thread named {name!r}; list your threads with configure_thread action 'list' "
+            "(includeArchived: true shows archived ones too), or create it with action 'create'.",
+        )
+    return thread
+
+
+def list_threads(conn: apsw.Connection, include_archived: bool) -> list[ThreadRow]:
+    """Threads by name; archived ones only when asked for."""
+    found = rows(
+        conn,
+        f"SELECT {_THREAD_COLS} FROM threads WHERE ?1 OR status = 'active' ORDER BY name_key",
+        (int(include_archived),),
+    )
+    return [ThreadRow(*r) for r in found]
+
+
+def last_activity(conn: apsw.Connection, thread: ThreadRow, until_ms: int | None = None) -> int:
+    """The latest thought written to a member or membership added (at or before `until_ms`).
+
+    A thread with neither counts from its creation, so a new thread is active.
+    """
+    found = rows(
+        conn,
+        "SELECT max(m.created_at), max((SELECT t.created_at FROM thoughts t WHERE t.sequence_id = m.sequence_id "
+        "AND (?2 IS NULL OR t.created_at <= ?2) ORDER BY t.position DESC LIMIT 1)) "
+        "FROM thread_members m WHERE m.thread = ?1 AND (?2 IS NULL OR m.created_at <= ?2)",
+        (thread.rowid, until_ms),
+    )
+    times = [int(t) for t in (*found[0], thread.created_at) if t is not None]
+    return max(times)
+
+
+def thread_stats(conn: apsw.Connection, thread: ThreadRow) -> ThreadStats:
+    """Member count, pending proposals and latest activity of a thread."""
+    members = rows(conn, "SELECT count(*) FROM thread_members WHERE thread = ?", (thread.rowid,))[0][0]
+    pending = rows(conn, "SELECT count(*) FROM thread_proposals WHERE thread = ?", (thread.rowid,))[0][0]
+    return ThreadStats(int(members), int(pending), last_activity(conn, thread))
+
+
+def _refuse_taken(conn: apsw.Connection, name: str, except_rowid: int | None = None) -> None:
+    taken = find_thread(conn, name)
+    if taken is not None and taken.rowid != except_rowid:
+        raise DomainError(
+            "thread_exists",
+            f"a thread named {taken.name!r} already exists (names compare case-insensitively); "
+            "pick another name, or use the existing thread.",
+        )
+
+
+def create_thread(conn: apsw.Connection, name: str, description: str, now_ms: int) -> ThreadRow:
+    """Register a new thread; its backfill starts pending (description_version 1 > backfilled 0)."""
+    _refuse_taken(conn, name)
+    conn.execute(
+        "INSERT INTO threads(name, name_key, description, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+        (name, name_key(name), description, now_ms, now_ms),
+    )
+    return ThreadRow(conn.last_insert_rowid(), name, description, "active", now_ms, now_ms)
+
+
+def rename_thread(conn: apsw.Connection, thread: ThreadRow, new_name: str, now_ms: int) -> ThreadRow:
+    """Give a thread a new name (a change of case alone is allowed); memberships stay."""
+    _refuse_taken(conn, new_name, except_rowid=thread.rowid)
+    conn.execute(
+        "UPDATE threads SET name = ?, name_key = ?, updated_at = ? WHERE id = ?",
+        (new_name, name_key(new_name), now_ms, thread.rowid),
+    )
+    return require_thread(conn, new_name)
+
+
+def set_description(conn: apsw.Connection, thread: ThreadRow, description: str, now_ms: int) -> ThreadRow:
+    """Replace the description; a real change makes the thread's backfill pending again."""
+    if description != thread.description:
+        conn.execute(
+            "UPDATE threads SET description = ?, updated_at = ?, description_version = description_version + 1, "
+            "backfill_after = 0 WHERE id = ?",
+            (description, now_ms, thread.rowid),
+        )
+    return require_thread(conn, thread.name)
+
+
+def set_thread_status(conn: apsw.Connection, thread: ThreadRow, status: str, now_ms: int) -> ThreadRow:
+    """Archive or unarchive; setting the status a thread already has changes nothing."""
+    if status != thread.status:
+        conn.execute("UPDATE threads SET status = ?, updated_at = ? WHERE id = ?", (status, now_ms, thread.rowid))
+    return require_thread(conn, thread.name)
+
+
+def delete_thread(conn: apsw.Connection, thread: ThreadRow) -> tuple[int, int]:
+    """Delete the registry entry with its memberships, proposals and rejections (never a sequence).
+
+    Returns (memberships, proposals) removed.
+    """
+    members = rows(conn, "SELECT count(*) FROM thread_members WHERE thread = ?", (thread.rowid,))[0][0]
+    pending = rows(conn, "SELECT count(*) FROM thread_proposals WHERE thread = ?", (thread.rowid,))[0][0]
+    conn.execute("DELETE FROM threads WHERE id = ?", (thread.rowid,))
+    return int(members), int(pending)
+
+
+def add_member(conn: apsw.Connection, thread_rowid: int, seq_rowid: int, added_by: str, now_ms: int) -> bool:
+    """Confirm a membership (an existing one keeps its `addedBy`); False when it already existed.
+
+    A member is never proposed, so a pending proposal of the pair goes.
+    """
+    conn.execute(
+        "INSERT INTO thread_members(thread, sequence_id, added_by, created_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT DO NOTHING",
+        (thread_rowid, seq_rowid, added_by, now_ms),
+    )
+    added = conn.changes() > 0
+    conn.execute("DELETE FROM thread_proposals WHERE thread = ? AND sequence_id = ?", (thread_rowid, seq_rowid))
+    return added
+
+
+def remove_member(conn: apsw.Connection, thread_rowid: int, seq_rowid: int, now_ms: int) -> bool:
+    """End a membership; False when the sequence was not a member.
+
+    The pair is recorded as rejected, so proposals never bring back what the user took out.
+    """
+    conn.execute("DELETE FROM thread_members WHERE thread = ? AND sequence_id = ?", (thread_rowid, seq_rowid))
+    removed = conn.changes() > 0
+    conn.execute("DELETE FROM thread_proposals WHERE thread = ? AND sequence_id = ?", (thread_rowid, seq_rowid))
+    conn.execute(
+        "INSERT INTO thread_rejections(thread, sequence_id, rejected_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        (thread_rowid, seq_rowid, now_ms),
+    )
+    return removed
+
+
+def members(conn: apsw.Connection, thread_rowid: int) -> list[MemberRow]:
+    """Confirmed members, most recently updated first."""
+    found = rows(
+        conn,
+        "SELECT s.id, s.public_id, s.title, s.status, s.updated_at, m.added_by, m.created_at "
+        "FROM thread_members m JOIN sequences s ON s.id = m.sequence_id WHERE m.thread = ? "
+        "ORDER BY s.updated_at DESC, s.id DESC",
+        (thread_rowid,),
+    )
+    return [MemberRow(*r) for r in found]
+
+
+def event_rows(conn: apsw.Connection, thread_rowid: int) -> list[EventRow]:
+    """Member thoughts that carry an event or a derived one, oldest first.
+
+    The thought filter repeats the WHERE of the partial index `thoughts_events` so it is used.
+    """
+    found = rows(
+        conn,
+        "SELECT t.event, t.next_needed, t.is_revision, t.created_at, s.public_id, t.number, b.name, "
+        f"substr(t.body, 1, {_EVENT_TEXT_CHARS}) "
+        "FROM thread_members m JOIN sequences s ON s.id = m.sequence_id "
+        "JOIN thoughts t ON t.sequence_id = m.sequence_id "
+        "LEFT JOIN branches b ON b.id = t.branch "
+        "WHERE m.thread = ? AND (t.event IS NOT NULL OR t.next_needed = 0 OR t.is_revision = 1) "
+        "ORDER BY t.created_at, t.id",
+        (thread_rowid,),
+    )
+    return [
+        EventRow(
+            event=r[0],
+            final=not r[1],
+            revision=bool(r[2]),
+            at=int(r[3]),
+            sequence_id=str(r[4]),
+            thought_number=int(r[5]),
+            branch_id=r[6],
+            text=str(r[7]),
+        )
+        for r in found
+    ]
+
+
+def sequence_rowid(conn: apsw.Connection, public_id: str) -> int | None:
+    """The row id of a sequence of this store, or None."""
+    found = rows(conn, "SELECT id FROM sequences WHERE public_id = ?", (public_id,))
+    return int(found[0][0]) if found else None
