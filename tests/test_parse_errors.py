@@ -19,8 +19,7 @@ HEADERS = {
 MODERN = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "sequentialthinking"}
 ARGS = '{"thought":"x","thoughtNumber":1,"totalThoughts":1,"nextThoughtNeeded":false}'
 MODERN_META = (
-    ',"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
-    '"io.modelcontextprotocol/clientCapabilities":{}}'
+    ',"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
 )
 
 
@@ -80,7 +79,9 @@ def test_an_escaped_surrogate_pair_is_valid_text_and_still_takes_the_direct_path
     direct = server.app.state.direct_tool_calls
     before = direct.answered
     args = ARGS.replace('"x"', '"\\ud83d\\ude00 ok"')
-    body = f'{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"sequentialthinking","arguments":{args}}}}}'
+    body = (
+        f'{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"sequentialthinking","arguments":{args}}}}}'
+    )
     response = httpx.post(server.base_url + "/mcp-compat", content=body.encode(), headers=HEADERS)
     assert response.status_code == 200
     assert "\U0001f600 ok" in response.json()["result"]["content"][0]["text"]

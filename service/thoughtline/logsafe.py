@@ -34,6 +34,6 @@ class SafeFormatter(logging.Formatter):
     """Escapes control characters in every record's message (fields already passed through
     `log_safe` stay as they are); tracebacks keep their own newlines."""
 
-    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+    def formatMessage(self, record: logging.LogRecord) -> str:
         record.message = _CONTROL.sub(_escape, record.message)
         return super().formatMessage(record)
