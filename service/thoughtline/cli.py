@@ -77,6 +77,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
     from thoughtline.web.app import create_app
+    from thoughtline.web.connections import ConnectionLimits
 
     settings = settings.with_overrides(
         host=args.host or settings.host,
@@ -99,6 +100,11 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         log_level=settings.log_level,
         access_log=False,  # ours (guards.AccessLog) leaves out query strings
         timeout_graceful_shutdown=10,
+        **ConnectionLimits(
+            max_connections=settings.max_connections,
+            header_timeout=settings.header_timeout_seconds,
+            body_timeout=settings.body_timeout_seconds,
+        ).uvicorn_options(),
     )
     return 0
 

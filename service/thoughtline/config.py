@@ -65,6 +65,9 @@ class Settings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     idle_store_seconds: float = 300.0
     log_level: str = "info"
+    max_connections: int = 512
+    header_timeout_seconds: int = 10
+    body_timeout_seconds: int = 30
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -105,6 +108,9 @@ class Settings:
             library=library == "on",
             max_body_bytes=_int(environ, "THOUGHTLINE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1024),
             log_level=environ.get("THOUGHTLINE_LOG_LEVEL", "").strip().lower() or "info",
+            max_connections=_int(environ, "THOUGHTLINE_MAX_CONNECTIONS", 512, minimum=8),
+            header_timeout_seconds=_int(environ, "THOUGHTLINE_HEADER_TIMEOUT_SECONDS", 10, minimum=1),
+            body_timeout_seconds=_int(environ, "THOUGHTLINE_BODY_TIMEOUT_SECONDS", 30, minimum=1),
         )
 
     @property
