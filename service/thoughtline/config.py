@@ -68,6 +68,7 @@ class Settings:
     max_connections: int = 512
     header_timeout_seconds: int = 10
     body_timeout_seconds: int = 30
+    registrations_per_hour: int = 20
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -111,6 +112,7 @@ class Settings:
             max_connections=_int(environ, "THOUGHTLINE_MAX_CONNECTIONS", 512, minimum=8),
             header_timeout_seconds=_int(environ, "THOUGHTLINE_HEADER_TIMEOUT_SECONDS", 10, minimum=1),
             body_timeout_seconds=_int(environ, "THOUGHTLINE_BODY_TIMEOUT_SECONDS", 30, minimum=1),
+            registrations_per_hour=_int(environ, "THOUGHTLINE_REGISTRATIONS_PER_HOUR", 20, minimum=1),
         )
 
     @property

@@ -24,7 +24,7 @@ import httpx
 from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import ValidationError
 
-from thoughtline.oauth.clients import redirect_uris_problem
+from thoughtline.oauth.clients import client_problem
 
 MAX_BYTES = 16 * 1024
 PUBLIC_CLIENT = "none"  # token_endpoint_auth_method of a client without a secret
@@ -135,12 +135,9 @@ def parse_document(url: str, raw: bytes) -> OAuthClientInformationFull:
     uris = doc.get("redirect_uris")
     if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
         raise CimdError("the client_id document needs redirect_uris, a list of URLs")
-    problem = redirect_uris_problem(uris)
-    if problem:
-        raise CimdError(problem)
     fields = {k: doc[k] for k in ("client_name", "client_uri", "logo_uri", "scope") if isinstance(doc.get(k), str)}
     try:
-        return OAuthClientInformationFull(
+        client = OAuthClientInformationFull(
             client_id=url,
             redirect_uris=uris,
             token_endpoint_auth_method=PUBLIC_CLIENT,
@@ -150,6 +147,11 @@ def parse_document(url: str, raw: bytes) -> OAuthClientInformationFull:
         )
     except ValidationError as exc:
         raise CimdError(f"the client_id document has invalid fields: {exc.errors()[0]['msg']}") from None
+    # Checked as stored (normalised), with the same rules as /register (issue 11, F4).
+    problem = client_problem(client, [str(uri) for uri in client.redirect_uris or []])
+    if problem:
+        raise CimdError(problem)
+    return client
 
 
 async def fetch_client(url: str, policy: CimdPolicy) -> OAuthClientInformationFull:

@@ -25,7 +25,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from thoughtline.clock import Clock
 from thoughtline.config import Settings
 from thoughtline.oauth.cimd import CimdPolicy, fetch_client, is_metadata_url
-from thoughtline.oauth.clients import redirect_uris_problem
+from thoughtline.oauth.clients import client_problem, redirect_uris_problem
 from thoughtline.oauth.records import Grant, Issued
 from thoughtline.oauth.signing import PENDING, Signer, digest
 from thoughtline.oauth.storage import AuthStore
@@ -100,16 +100,20 @@ class Provider(OAuthAuthorizationServerProvider[Code, Refresh, Access]):
             if cached is not None:
                 return OAuthClientInformationFull.model_validate_json(cached)
             client = await fetch_client(client_id, self.cimd)
-            await self.store.cache_document(client_id, client.model_dump_json(), now + self.cimd.cache_seconds)
+            await self.store.cache_document(client_id, client.model_dump_json(), now, now + self.cimd.cache_seconds)
             return client
         stored = await self.store.load_client(client_id)
         return OAuthClientInformationFull.model_validate_json(stored) if stored else None
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
-        """Store a dynamically registered client after checking its redirect URIs."""
-        problem = redirect_uris_problem([str(uri) for uri in client_info.redirect_uris or []])
+        """Store a dynamically registered client after checking its redirect URIs and field sizes."""
+        uris = [str(uri) for uri in client_info.redirect_uris or []]
+        problem = redirect_uris_problem(uris)
         if problem:
             raise RegistrationError("invalid_redirect_uri", problem)
+        problem = client_problem(client_info, uris)
+        if problem:
+            raise RegistrationError("invalid_client_metadata", problem)
         await self.store.save_client(client_info.client_id, client_info.model_dump_json(), self.clock.now())
 
     # --- authorization -------------------------------------------------------------------------

@@ -46,15 +46,33 @@ CREATE INDEX tokens_by_grant ON tokens(grant_id);
 """
 
 
+# Registered clients that never complete an authorization are pruned (issue 11, F1), so the
+# table records when a client was first authorized; clients already holding a grant count as used.
+CLIENT_USE = """
+ALTER TABLE clients ADD COLUMN authorized_at REAL;
+UPDATE clients SET authorized_at = created_at WHERE client_id IN (SELECT client_id FROM grants);
+CREATE INDEX clients_unused ON clients(created_at) WHERE authorized_at IS NULL;
+"""
+
+
 def _schema(conn: apsw.Connection) -> None:
     conn.execute(SCHEMA)
 
 
-AUTH_MIGRATIONS = (Migration("auth_0001_core", _schema),)
+def _client_use(conn: apsw.Connection) -> None:
+    conn.execute(CLIENT_USE)
+
+
+AUTH_MIGRATIONS = (Migration("auth_0001_core", _schema), Migration("auth_0002_client_use", _client_use))
 
 # Revoked or expired rows are kept this long after they stop mattering, so reuse of an old code or
 # refresh token is still recognised (and punished) for a while, then pruned.
 KEEP_DEAD_ROWS_SECONDS = 7 * 24 * 3600
+# A registered client that has not completed an authorization within a day is dropped; MCP clients
+# register right before they send the user to /authorize.
+UNUSED_CLIENT_SECONDS = 24 * 3600.0
+# Validated Client ID Metadata Documents kept at most (the newest win).
+MAX_CACHED_DOCUMENTS = 1000
 
 
 @dataclass(frozen=True)
@@ -170,6 +188,22 @@ def prune(conn: apsw.Connection, now: float) -> None:
         (cutoff,),
     )
     conn.execute("DELETE FROM client_documents WHERE expires_at < ?", (now,))
+    prune_clients(conn, now)
+
+
+def prune_clients(conn: apsw.Connection, now: float) -> None:
+    """Drop registrations that never led to an authorization within `UNUSED_CLIENT_SECONDS`."""
+    conn.execute("DELETE FROM clients WHERE authorized_at IS NULL AND created_at < ?", (now - UNUSED_CLIENT_SECONDS,))
+
+
+def trim_documents(conn: apsw.Connection, now: float) -> None:
+    """Keep the document cache bounded: expired entries go, then all but the newest few."""
+    conn.execute("DELETE FROM client_documents WHERE expires_at < ?", (now,))
+    conn.execute(
+        "DELETE FROM client_documents WHERE url NOT IN"
+        " (SELECT url FROM client_documents ORDER BY expires_at DESC LIMIT ?)",
+        (MAX_CACHED_DOCUMENTS,),
+    )
 
 
 def prepare(conn: apsw.Connection) -> None:

@@ -22,6 +22,7 @@ import apsw
 from thoughtline.config import Journal
 from thoughtline.identity import OWNER_KEY, github_user_key
 from thoughtline.oauth.records import (
+    UNUSED_CLIENT_SECONDS,
     CodeRecord,
     Redeem,
     TokenRecord,
@@ -29,7 +30,9 @@ from thoughtline.oauth.records import (
     mint,
     prepare,
     prune,
+    prune_clients,
     revoke,
+    trim_documents,
 )
 from thoughtline.oauth.signing import digest
 from thoughtline.storage.db import ReadPool, Writer
@@ -88,12 +91,25 @@ class AuthStore:
     # --- clients -----------------------------------------------------------------------------
 
     async def save_client(self, client_id: str, info: str, now: float) -> None:
-        """Record a dynamically registered client (RFC 7591)."""
-        await self._write(
-            lambda c: c.execute(
-                "INSERT INTO clients(client_id, info, created_at) VALUES (?, ?, ?)", (client_id, info, now)
-            )
-        )
+        """Record a dynamically registered client (RFC 7591), dropping stale unused ones first."""
+
+        def run(conn: apsw.Connection) -> None:
+            prune_clients(conn, now)
+            conn.execute("INSERT INTO clients(client_id, info, created_at) VALUES (?, ?, ?)", (client_id, info, now))
+
+        await self._write(run)
+
+    async def unused_clients(self, now: float) -> int:
+        """How many registered clients have not completed an authorization yet (and are not stale)."""
+
+        def run(conn: apsw.Connection) -> int:
+            row = conn.execute(
+                "SELECT count(*) FROM clients WHERE authorized_at IS NULL AND created_at >= ?",
+                (now - UNUSED_CLIENT_SECONDS,),
+            ).fetchone()
+            return int(str(row[0])) if row else 0
+
+        return await self._read(run)
 
     async def load_client(self, client_id: str) -> str | None:
         """The stored registration JSON of a client, if any."""
@@ -115,14 +131,26 @@ class AuthStore:
 
         return await self._read(run)
 
-    async def cache_document(self, url: str, info: str, expires_at: float) -> None:
-        """Remember a validated Client ID Metadata Document until `expires_at`."""
-        await self._write(
-            lambda c: c.execute(
+    async def cached_documents(self) -> int:
+        """How many metadata documents the cache holds."""
+
+        def run(conn: apsw.Connection) -> int:
+            row = conn.execute("SELECT count(*) FROM client_documents").fetchone()
+            return int(str(row[0])) if row else 0
+
+        return await self._read(run)
+
+    async def cache_document(self, url: str, info: str, now: float, expires_at: float) -> None:
+        """Remember a validated Client ID Metadata Document until `expires_at` (the cache is bounded)."""
+
+        def run(conn: apsw.Connection) -> None:
+            conn.execute(
                 "INSERT OR REPLACE INTO client_documents(url, info, expires_at) VALUES (?, ?, ?)",
                 (url, info, expires_at),
             )
-        )
+            trim_documents(conn, now)
+
+        await self._write(run)
 
     # --- identity ------------------------------------------------------------------------------
 
@@ -195,6 +223,9 @@ class AuthStore:
                     code_challenge,
                     now + code_ttl,
                 ),
+            )
+            conn.execute(
+                "UPDATE clients SET authorized_at = ? WHERE client_id = ? AND authorized_at IS NULL", (now, client_id)
             )
             prune(conn, now)
 
