@@ -23,7 +23,8 @@ from tests.oauth_support import (
 )
 from tests.support import mcp_client, structured
 from thoughtline.oauth import signing
-from thoughtline.oauth.cimd import CimdPolicy, _address_allowed, fetch_client
+from thoughtline.oauth.addresses import address_allowed
+from thoughtline.oauth.cimd import CimdPolicy, fetch_client
 from thoughtline.oauth.provider import ACCESS_TTL_SECONDS
 from thoughtline.oauth.storage import AUTH_DIR, AUTH_FILE
 from thoughtline.web import auth
@@ -236,7 +237,7 @@ async def test_cimd_client_ids_on_private_or_loopback_addresses_are_refused(tmp_
             await fetch_client(url, policy)
     with pytest.raises(Exception, match="https URL"):
         await fetch_client("http://example.com/client.json", policy)
-    assert not _address_allowed("169.254.169.254", allow_loopback=True)  # cloud metadata stays out
+    assert not address_allowed("169.254.169.254", allow_loopback=True)  # cloud metadata stays out
     async with running_stack(tmp_path) as stack, httpx.AsyncClient(base_url=stack.thoughtline.url) as http:
         _, challenge = pkce()
         refused = await http.get(authorize_url(stack.thoughtline.url, "https://192.168.1.5/c.json", challenge))

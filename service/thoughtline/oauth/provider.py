@@ -8,7 +8,7 @@ request to the consent page as a signed blob, and the GitHub callback creates th
 from __future__ import annotations
 
 import contextvars
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mcp.server.auth.provider import (
     AccessToken,
@@ -24,7 +24,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from thoughtline.clock import Clock
 from thoughtline.config import Settings
-from thoughtline.oauth.cimd import CimdPolicy, fetch_client, is_metadata_url
+from thoughtline.oauth.cimd import CimdError, CimdPolicy, RecentFailures, fetch_client, is_metadata_url
 from thoughtline.oauth.clients import client_problem, redirect_uris_problem
 from thoughtline.oauth.records import Grant, Issued
 from thoughtline.oauth.signing import PENDING, Signer, digest
@@ -75,6 +75,7 @@ class Provider(OAuthAuthorizationServerProvider[Code, Refresh, Access]):
     clock: Clock
     cimd: CimdPolicy
     _signer: Signer | None = None
+    _failed_documents: RecentFailures = field(default_factory=RecentFailures)
 
     async def signer(self) -> Signer:
         """The signer for short-lived state, keyed from the auth database (shared by instances)."""
@@ -99,7 +100,14 @@ class Provider(OAuthAuthorizationServerProvider[Code, Refresh, Access]):
             cached = await self.store.cached_document(client_id, now)
             if cached is not None:
                 return OAuthClientInformationFull.model_validate_json(cached)
-            client = await fetch_client(client_id, self.cimd)
+            failed = self._failed_documents.get(client_id, now)
+            if failed is not None:
+                raise CimdError(failed)
+            try:
+                client = await fetch_client(client_id, self.cimd)
+            except CimdError as exc:
+                self._failed_documents.remember(client_id, str(exc), now + self.cimd.failure_seconds)
+                raise
             await self.store.cache_document(client_id, client.model_dump_json(), now, now + self.cimd.cache_seconds)
             return client
         stored = await self.store.load_client(client_id)
