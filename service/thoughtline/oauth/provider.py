@@ -24,6 +24,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from thoughtline.clock import Clock
 from thoughtline.config import Settings
+from thoughtline.identity import login_key
 from thoughtline.oauth.cimd import CimdError, CimdPolicy, RecentFailures, fetch_client, is_metadata_url
 from thoughtline.oauth.clients import client_problem, redirect_uris_problem
 from thoughtline.oauth.records import Grant, Issued
@@ -84,8 +85,8 @@ class Provider(OAuthAuthorizationServerProvider[Code, Refresh, Access]):
         return self._signer
 
     def login_allowed(self, login: str) -> bool:
-        """ALLOWED_GITHUB_LOGIN, case-insensitive; an empty list allows nobody."""
-        return login.lower() in self.settings.allowed_github_logins
+        """ALLOWED_GITHUB_LOGIN, ASCII case-insensitive; an empty list allows nobody."""
+        return login_key(login) in {login_key(allowed) for allowed in self.settings.allowed_github_logins}
 
     def _usable(self, grant: Grant, client_id: str) -> bool:
         # Removing a login from the allowlist cuts off its existing grants at the next check.

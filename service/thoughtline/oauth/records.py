@@ -76,6 +76,22 @@ MAX_CACHED_DOCUMENTS = 1000
 
 
 @dataclass(frozen=True)
+class OwnerSetting:
+    """Who the operator named as the owner: THOUGHTLINE_OWNER_ID wins over THOUGHTLINE_OWNER."""
+
+    login: str | None
+    account_id: int | None
+
+
+@dataclass(frozen=True)
+class OwnerPin:
+    """A sign-in that made an account the owner; `previous` is the account that was before, if any."""
+
+    account_id: int
+    previous: int | None
+
+
+@dataclass(frozen=True)
 class Grant:
     """One sign-in's authorization: who, for which client, for which resources."""
 

@@ -20,10 +20,12 @@ import anyio
 import apsw
 
 from thoughtline.config import Journal
-from thoughtline.identity import OWNER_KEY, github_user_key
+from thoughtline.identity import OWNER_KEY, github_user_key, login_key
 from thoughtline.oauth.records import (
     UNUSED_CLIENT_SECONDS,
     CodeRecord,
+    OwnerPin,
+    OwnerSetting,
     Redeem,
     TokenRecord,
     grant_from_row,
@@ -154,25 +156,52 @@ class AuthStore:
 
     # --- identity ------------------------------------------------------------------------------
 
-    async def user_key_for(self, account_id: int, login: str, owner_login: str | None, now: float) -> str:
-        """Map a GitHub account to its store key, pinning the owner's account id at first sign-in.
+    async def user_key_for(
+        self, account_id: int, login: str, owner: OwnerSetting, now: float
+    ) -> tuple[str, OwnerPin | None]:
+        """Map a GitHub account to its store key at sign-in; `(key, pin)` where `pin` is set when
+        this sign-in made the account the owner (the caller logs it).
 
-        The owner is named by login (THOUGHTLINE_OWNER) but logins can be renamed or re-registered,
-        so the first sign-in of that login pins its immutable id; from then on only that id is the
-        owner, whatever it is called.
+        THOUGHTLINE_OWNER_ID names the owner by immutable id. THOUGHTLINE_OWNER names it by login,
+        which can be renamed or re-registered, so the first sign-in whose login matches it exactly
+        (ASCII case-insensitive) pins that account's id, recorded with the setting's value. While
+        the setting keeps that value only the pinned id is the owner, whatever it is called later.
+        When the setting changes, the next sign-in of the newly named login re-pins. An account
+        that stops being the owner keeps working under its own `github:<id>` store; its earlier
+        grants are moved there too, so no old token still opens the owner's store.
         """
 
-        def run(conn: apsw.Connection) -> str:
-            row = conn.execute("SELECT account_id FROM owner WHERE id = 1").fetchone()
-            if row is None and owner_login and login.lower() == owner_login.lower():
+        def run(conn: apsw.Connection) -> tuple[str, OwnerPin | None]:
+            row = conn.execute("SELECT account_id, login FROM owner WHERE id = 1").fetchone()
+            pinned_id, pinned_as = (int(str(row[0])), str(row[1])) if row else (None, None)
+            if owner.account_id is not None:
+                is_owner = account_id == owner.account_id
+            elif owner.login is None:
+                is_owner = False
+            elif pinned_as is not None and login_key(pinned_as) == login_key(owner.login):
+                is_owner = account_id == pinned_id  # the pin stands, whatever the login is now
+            else:
+                is_owner = login_key(login) == login_key(owner.login)  # no pin yet, or the setting changed
+            if not is_owner:
                 conn.execute(
-                    "INSERT INTO owner(id, account_id, login, pinned_at) VALUES (1, ?, ?, ?)",
-                    (account_id, login, now),
+                    "UPDATE grants SET user_key = ? WHERE account_id = ? AND user_key = ?",
+                    (github_user_key(account_id), account_id, OWNER_KEY),
                 )
-                return OWNER_KEY
-            if row is not None and int(str(row[0])) == account_id:
-                return OWNER_KEY
-            return github_user_key(account_id)
+                return github_user_key(account_id), None
+            recorded_as = owner.login if owner.account_id is None and owner.login else login
+            if pinned_id == account_id:
+                if pinned_as is None or login_key(pinned_as) != login_key(recorded_as):
+                    conn.execute("UPDATE owner SET login = ? WHERE id = 1", (recorded_as,))
+                return OWNER_KEY, None
+            conn.execute(
+                "INSERT OR REPLACE INTO owner(id, account_id, login, pinned_at) VALUES (1, ?, ?, ?)",
+                (account_id, recorded_as, now),
+            )
+            conn.execute(
+                "UPDATE grants SET user_key = 'github:' || account_id WHERE user_key = ? AND account_id != ?",
+                (OWNER_KEY, account_id),
+            )
+            return OWNER_KEY, OwnerPin(account_id=account_id, previous=pinned_id)
 
         return await self._write(run)
 
