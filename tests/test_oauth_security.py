@@ -25,7 +25,7 @@ from tests.support import mcp_client, structured
 from thoughtline.oauth import signing
 from thoughtline.oauth.addresses import address_allowed
 from thoughtline.oauth.cimd import CimdPolicy, fetch_client
-from thoughtline.oauth.provider import ACCESS_TTL_SECONDS
+from thoughtline.oauth.provider import ACCESS_TTL_SECONDS, REFRESH_GRACE_SECONDS
 from thoughtline.oauth.storage import AUTH_DIR, AUTH_FILE
 from thoughtline.web import auth
 
@@ -141,6 +141,7 @@ async def test_refresh_tokens_rotate_and_reuse_revokes_the_grant(tmp_path: Path)
         rotated = await http.post("/token", data={**form, "refresh_token": signed.tokens["refresh_token"]})
         assert rotated.status_code == 200
         assert rotated.json()["refresh_token"] != signed.tokens["refresh_token"]
+        stack.clock.advance(REFRESH_GRACE_SECONDS + 1)  # past a client's own concurrent refresh
         reused = await http.post("/token", data={**form, "refresh_token": signed.tokens["refresh_token"]})
         assert reused.status_code == 400
         assert "already used" in reused.json()["error_description"]

@@ -36,6 +36,9 @@ ACCESS_TTL_SECONDS = 900.0
 REFRESH_TTL_SECONDS = 30 * 24 * 3600.0
 CODE_TTL_SECONDS = 120.0
 PENDING_TTL_SECONDS = 600.0
+# Two refreshes of one token a moment apart are a client's own race (two tabs, a retried request),
+# not theft: the token spent last may be presented again this long (issue 11).
+REFRESH_GRACE_SECONDS = 10.0
 
 # The resources named in the current /token request (RFC 8707 §2.2), set by token.py before the
 # SDK handler runs: the SDK does not pass them to the provider, and a token is narrowed to them.
@@ -187,7 +190,10 @@ class Provider(OAuthAuthorizationServerProvider[Code, Refresh, Access]):
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> Refresh | None:
         """An unspent, unexpired refresh token of this client whose user is still allowlisted."""
         record = await self.store.find_token(digest(refresh_token))
-        if record is None or record.kind != "refresh" or record.used or record.expires_at < self.clock.now():
+        now = self.clock.now()
+        if record is None or record.kind != "refresh" or record.expires_at < now:
+            return None
+        if record.used and not await self.store.refresh_just_rotated(digest(refresh_token), now, REFRESH_GRACE_SECONDS):
             return None
         if not self._usable(record.grant, client.client_id):
             return None
@@ -213,6 +219,7 @@ class Provider(OAuthAuthorizationServerProvider[Code, Refresh, Access]):
             self.clock.now(),
             ACCESS_TTL_SECONDS,
             REFRESH_TTL_SECONDS,
+            REFRESH_GRACE_SECONDS,
         )
         return self._token_response(issued, scopes)
 

@@ -46,10 +46,12 @@ CREATE INDEX tokens_by_grant ON tokens(grant_id);
 """
 
 
-# Registered clients that never complete an authorization are pruned (issue 11, F1), so the
-# table records when a client was first authorized; clients already holding a grant count as used.
-CLIENT_USE = """
+# Issue 11. Registered clients that never complete an authorization are pruned (F1), so the table
+# records when a client was first authorized; clients already holding a grant count as used. A
+# grant remembers the refresh token it spent last: only that one has a grace window for reuse.
+HARDENING = """
 ALTER TABLE clients ADD COLUMN authorized_at REAL;
+ALTER TABLE grants ADD COLUMN last_refresh TEXT;
 UPDATE clients SET authorized_at = created_at WHERE client_id IN (SELECT client_id FROM grants);
 CREATE INDEX clients_unused ON clients(created_at) WHERE authorized_at IS NULL;
 """
@@ -59,11 +61,11 @@ def _schema(conn: apsw.Connection) -> None:
     conn.execute(SCHEMA)
 
 
-def _client_use(conn: apsw.Connection) -> None:
-    conn.execute(CLIENT_USE)
+def _hardening(conn: apsw.Connection) -> None:
+    conn.execute(HARDENING)
 
 
-AUTH_MIGRATIONS = (Migration("auth_0001_core", _schema), Migration("auth_0002_client_use", _client_use))
+AUTH_MIGRATIONS = (Migration("auth_0001_core", _schema), Migration("auth_0002_hardening", _hardening))
 
 # Revoked or expired rows are kept this long after they stop mattering, so reuse of an old code or
 # refresh token is still recognised (and punished) for a while, then pruned.
@@ -183,6 +185,16 @@ def mint(
         ),
     )
     return Issued(access, refresh, now + access_ttl, resources)
+
+
+def just_rotated(conn: apsw.Connection, token_hash: str, now: float, grace: float) -> bool:
+    """A refresh token spent within `grace` seconds that is still the last one its grant spent."""
+    row = conn.execute(
+        "SELECT 1 FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.hash = ? AND t.kind = 'refresh'"
+        " AND t.used_at >= ? AND g.last_refresh = t.hash",
+        (token_hash, now - grace),
+    ).fetchone()
+    return row is not None
 
 
 def revoke(conn: apsw.Connection, grant_id: str, reason: str, now: float) -> None:

@@ -29,6 +29,7 @@ from thoughtline.oauth.records import (
     Redeem,
     TokenRecord,
     grant_from_row,
+    just_rotated,
     mint,
     prepare,
     prune,
@@ -326,12 +327,20 @@ class AuthStore:
         return await self._read(run)
 
     async def rotate_refresh(
-        self, token_hash: str, resources: tuple[str, ...], now: float, access_ttl: float, refresh_ttl: float
+        self,
+        token_hash: str,
+        resources: tuple[str, ...],
+        now: float,
+        access_ttl: float,
+        refresh_ttl: float,
+        grace: float,
     ) -> Redeem:
         """Spend a refresh token for a new pair; presenting a spent one revokes the whole grant.
 
         Reuse means two parties hold the same refresh token (OAuth 2.1 §4.3.1); we cannot tell
-        which is the thief, so both lose access and the user signs in again.
+        which is the thief, so both lose access and the user signs in again. One exception, as
+        common authorization servers make it: the token spent last in its grant, presented again
+        within `grace` seconds, is a client's own concurrent refresh and gets a pair too.
         """
 
         def run(conn: apsw.Connection) -> Redeem:
@@ -342,14 +351,21 @@ class AuthStore:
                 return "missing"
             grant_id = str(row[0])
             if row[1] is not None:
+                if just_rotated(conn, token_hash, now, grace):
+                    return mint(conn, grant_id, resources, now, access_ttl, refresh_ttl)
                 revoke(conn, grant_id, "refresh token reused", now)
                 return "reused"
             # Earlier access tokens are left to expire on their own (they are short-lived): cutting
             # them off would fail requests already in flight while the client refreshes.
             conn.execute("UPDATE tokens SET used_at = ? WHERE hash = ?", (now, token_hash))
+            conn.execute("UPDATE grants SET last_refresh = ? WHERE id = ?", (token_hash, grant_id))
             return mint(conn, grant_id, resources, now, access_ttl, refresh_ttl)
 
         return await self._write(run)
+
+    async def refresh_just_rotated(self, token_hash: str, now: float, grace: float) -> bool:
+        """Whether a spent refresh token is still inside its grace window (see `rotate_refresh`)."""
+        return await self._read(lambda c: just_rotated(c, token_hash, now, grace))
 
     async def revoke_grant(self, grant_id: str, reason: str, now: float) -> None:
         """Revoke a grant: every code and token it issued stops working at once."""
