@@ -6,12 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import apsw
 import httpx
 import pytest
 
 from tests.oauth_support import CLIENT_REDIRECT, authorize_url, pkce, running_stack, sign_in
-from thoughtline.oauth.records import MAX_CACHED_DOCUMENTS, UNUSED_CLIENT_SECONDS
+from thoughtline.oauth.records import (
+    AUTH_MIGRATIONS,
+    MAX_CACHED_DOCUMENTS,
+    UNUSED_CLIENT_SECONDS,
+    prepare,
+    prune_clients,
+)
+from thoughtline.oauth.register import MAX_UNUSED_CLIENTS
 from thoughtline.oauth.storage import AUTH_DIR, AUTH_FILE, AuthStore
+from thoughtline.storage.migrations import migrate
 
 pytestmark = pytest.mark.anyio
 
@@ -96,3 +105,41 @@ async def test_the_metadata_document_cache_keeps_a_bounded_number_of_entries(tmp
         assert await store.cached_documents() == MAX_CACHED_DOCUMENTS
     finally:
         store.close()
+
+
+async def test_registration_pauses_while_too_many_clients_await_their_first_sign_in(tmp_path: Path) -> None:
+    async with running_stack(tmp_path) as stack, httpx.AsyncClient(base_url=stack.thoughtline.url) as http:
+        assert (await http.post("/register", json=metadata())).status_code == 201
+        conn = apsw.Connection(str(tmp_path / "data" / AUTH_DIR / AUTH_FILE))
+        try:
+            conn.execute("PRAGMA busy_timeout = 10000")
+            with conn:
+                now = stack.clock.now()
+                conn.executemany(
+                    "INSERT INTO clients(client_id, info, created_at) VALUES (?, '{}', ?)",
+                    ((f"filler-{i}", now) for i in range(MAX_UNUSED_CLIENTS)),
+                )
+        finally:
+            conn.close()
+        paused = await http.post("/register", json=metadata())
+        assert paused.status_code == 503
+        assert "have not signed in yet" in paused.json()["error_description"]
+        stack.clock.advance(UNUSED_CLIENT_SECONDS + 60)
+        assert (await http.post("/register", json=metadata())).status_code == 201
+
+
+def test_an_upgraded_auth_database_keeps_the_clients_that_already_signed_in(tmp_path: Path) -> None:
+    conn = apsw.Connection(str(tmp_path / "auth.sqlite3"))
+    try:
+        migrate(conn, AUTH_MIGRATIONS[:1])
+        conn.execute("INSERT INTO clients(client_id, info, created_at) VALUES ('used', '{}', 1), ('idle', '{}', 1)")
+        conn.execute(
+            "INSERT INTO grants(id, client_id, user_key, account_id, login, resources, scopes, created_at)"
+            " VALUES ('g', 'used', 'owner', 1, 'a', '[]', '[]', 1)"
+        )
+        prepare(conn)
+        prune_clients(conn, UNUSED_CLIENT_SECONDS + 2)
+        left = [str(row[0]) for row in conn.execute("SELECT client_id FROM clients")]
+    finally:
+        conn.close()
+    assert left == ["used"]
