@@ -43,7 +43,6 @@ class ConnectionLimits:
             "http": deadline_protocol(self),
             "limit_concurrency": self.max_connections,
             "timeout_keep_alive": self.keep_alive_seconds,
-            "h11_max_incomplete_event_size": self.max_header_bytes,  # used only if h11 is chosen
         }
 
 
@@ -56,7 +55,9 @@ def _status(code: int, reason: str, message: str) -> bytes:
     return head.encode() + body
 
 
-TIMED_OUT = _status(408, "request_timeout", "The request did not arrive in time; the connection is closed.")
+TIMED_OUT = _status(
+    408, "request_timeout", "The request did not arrive in time; send its headers and body without pausing."
+)
 
 
 class _HeadersTooLarge(Exception):
