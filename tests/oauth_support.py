@@ -309,7 +309,12 @@ class Stack:
 
 @asynccontextmanager
 async def running_stack(
-    tmp_path: Path, *, cimd: CimdPolicy | None = None, allowed: tuple[str, ...] = ("owner-login", "friend")
+    tmp_path: Path,
+    *,
+    cimd: CimdPolicy | None = None,
+    allowed: tuple[str, ...] = ("owner-login", "friend"),
+    owner_login: str | None = OWNER_LOGIN,
+    owner_id: int | None = None,
 ) -> AsyncIterator[Stack]:
     """Start the fake GitHub and Thoughtline (with the OAuth door) on loopback ports."""
     fake = FakeGitHub()
@@ -320,7 +325,8 @@ async def running_stack(
             github_client_id=fake.client_id,
             github_client_secret=fake.client_secret,
             allowed_github_logins=allowed,
-            owner_login=OWNER_LOGIN,
+            owner_login=owner_login,
+            owner_id=owner_id,
             github_base_url=github.url,
             github_api_url=github.url + API_PREFIX,
         )

@@ -85,6 +85,11 @@ SAMPLES = {
     "THOUGHTLINE_LOG_LEVEL": "debug",
     "THOUGHTLINE_THREAD_DORMANT_DAYS": "7.5",
     "THOUGHTLINE_THREAD_CLOSED_DAYS": "60",
+    "THOUGHTLINE_OWNER_ID": "12345",
+    "THOUGHTLINE_MAX_CONNECTIONS": "64",
+    "THOUGHTLINE_HEADER_TIMEOUT_SECONDS": "5",
+    "THOUGHTLINE_BODY_TIMEOUT_SECONDS": "15",
+    "THOUGHTLINE_REGISTRATIONS_PER_HOUR": "5",
 }
 # Settings fields no environment variable sets (tests and embedding code pass them directly).
 INTERNAL_FIELDS = {"idle_store_seconds"}

@@ -8,6 +8,7 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from tests import raw_http
 from tests.support import TOKEN, ThreadServer, mcp_client, structured
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -155,3 +156,26 @@ def test_a_listening_get_stream_is_refused_because_the_server_is_stateless(serve
     response = httpx.get(server.base_url + path, headers={**AUTH, "Accept": "text/event-stream"})
     assert response.status_code == 405
     assert "POST" in response.headers["allow"]
+
+
+@pytest.mark.parametrize("name", ["Host", "Origin"])
+def test_two_host_or_two_origin_headers_are_refused_with_400(server: ThreadServer, name: str) -> None:
+    own = f"127.0.0.1:{server.port}" if name == "Host" else f"http://127.0.0.1:{server.port}"
+    evil = "evil.example" if name == "Host" else "http://evil.example"
+    host = "" if name == "Host" else f"Host: 127.0.0.1:{server.port}\r\n"
+    for first, second in ((evil, own), (own, evil), (own, own)):
+        request = (
+            f"GET /.well-known/oauth-authorization-server HTTP/1.1\r\n{host}"
+            f"{name}: {first}\r\n{name}: {second}\r\nConnection: close\r\n\r\n"
+        )
+        answer = raw_http.exchange(server.port, request.encode())
+        assert raw_http.status_of(answer) == 400, answer[:200]
+        assert f"two {name} headers".encode() in answer
+        assert b"evil.example" not in answer
+
+
+def test_the_issuer_is_built_from_the_one_host_the_guard_checked(server: ThreadServer) -> None:
+    request = f"GET /.well-known/oauth-authorization-server HTTP/1.1\r\nHost: localhost:{server.port}\r\n"
+    answer = raw_http.exchange(server.port, (request + "Connection: close\r\n\r\n").encode())
+    body = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+    assert body["issuer"] == f"http://localhost:{server.port}"

@@ -7,6 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import raw_http
 from tests.support import TOKEN, mcp_client, start_child, stop_child, structured
 
 pytestmark = pytest.mark.anyio
@@ -38,3 +39,24 @@ async def test_server_logs_hold_neither_thought_text_nor_tokens(tmp_path: Path) 
     assert "zebra-cobalt" not in log
     assert TOKEN not in log
     assert TOKEN[:20] not in log
+
+
+FORGED = "2026-12-01 00:00:00,000 INFO thoughtline.oauth.callback: oauth sign-in: granted access"
+
+
+def test_control_characters_in_the_request_path_cannot_forge_or_corrupt_log_lines(tmp_path: Path) -> None:
+    child = start_child(tmp_path / "data")
+    try:
+        path = "/x%0a" + FORGED.replace(" ", "%20") + "%0d%1b[2J%e2%80%a8end"
+        answer = raw_http.exchange(
+            child.port, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode()
+        )
+        assert raw_http.status_of(answer) == 404
+    finally:
+        stop_child(child)
+    log = child.log()
+    assert "GET /x\\x0a2026-12-01" in log  # the line was written, escaped
+    assert not any(line.startswith(FORGED[:30]) for line in log.splitlines())
+    assert "\x1b" not in log
+    assert "\r" not in log
+    assert "\u2028" not in log

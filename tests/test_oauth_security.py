@@ -23,8 +23,9 @@ from tests.oauth_support import (
 )
 from tests.support import mcp_client, structured
 from thoughtline.oauth import signing
-from thoughtline.oauth.cimd import CimdPolicy, _address_allowed, fetch_client
-from thoughtline.oauth.provider import ACCESS_TTL_SECONDS
+from thoughtline.oauth.addresses import address_allowed
+from thoughtline.oauth.cimd import CimdPolicy, fetch_client
+from thoughtline.oauth.provider import ACCESS_TTL_SECONDS, REFRESH_GRACE_SECONDS
 from thoughtline.oauth.storage import AUTH_DIR, AUTH_FILE
 from thoughtline.web import auth
 
@@ -140,6 +141,7 @@ async def test_refresh_tokens_rotate_and_reuse_revokes_the_grant(tmp_path: Path)
         rotated = await http.post("/token", data={**form, "refresh_token": signed.tokens["refresh_token"]})
         assert rotated.status_code == 200
         assert rotated.json()["refresh_token"] != signed.tokens["refresh_token"]
+        stack.clock.advance(REFRESH_GRACE_SECONDS + 1)  # past a client's own concurrent refresh
         reused = await http.post("/token", data={**form, "refresh_token": signed.tokens["refresh_token"]})
         assert reused.status_code == 400
         assert "already used" in reused.json()["error_description"]
@@ -236,7 +238,7 @@ async def test_cimd_client_ids_on_private_or_loopback_addresses_are_refused(tmp_
             await fetch_client(url, policy)
     with pytest.raises(Exception, match="https URL"):
         await fetch_client("http://example.com/client.json", policy)
-    assert not _address_allowed("169.254.169.254", allow_loopback=True)  # cloud metadata stays out
+    assert not address_allowed("169.254.169.254", allow_loopback=True)  # cloud metadata stays out
     async with running_stack(tmp_path) as stack, httpx.AsyncClient(base_url=stack.thoughtline.url) as http:
         _, challenge = pkce()
         refused = await http.get(authorize_url(stack.thoughtline.url, "https://192.168.1.5/c.json", challenge))

@@ -25,10 +25,12 @@ from thoughtline import __version__
 from thoughtline.config import MIN_TOKEN_LENGTH, Settings, SettingsError, settings_from_process_env
 from thoughtline.errors import DomainError
 from thoughtline.identity import OWNER_KEY, is_user_key
+from thoughtline.logsafe import SafeFormatter
 from thoughtline.storage import migrations, transfer
 from thoughtline.storage.db import connect, write_transaction
 from thoughtline.storage.router import STORE_SUFFIX, check_store, store_path
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 TOKEN_FILE = ".mcp_api_token"  # noqa: S105 - a file name, not a secret
 
 
@@ -106,6 +108,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
     from thoughtline.web.app import create_app
+    from thoughtline.web.connections import ConnectionLimits
 
     settings = settings.with_overrides(
         host=args.host or settings.host,
@@ -116,7 +119,9 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     settings, token_expr = ensure_token(settings, sys.stdout)
     _connect_help(settings, token_expr, sys.stdout)
     sys.stdout.flush()
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(SafeFormatter(LOG_FORMAT))  # no logged text can start a forged line (issue 11, F6)
+    logging.basicConfig(level=settings.log_level.upper(), handlers=[handler])
     if settings.log_level != "debug":
         # The SDK logs a line per stateless request ("Terminating session: None"); it is noise here.
         logging.getLogger("mcp").setLevel(logging.WARNING)
@@ -127,6 +132,11 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         log_level=settings.log_level,
         access_log=False,  # ours (guards.AccessLog) leaves out query strings
         timeout_graceful_shutdown=10,
+        **ConnectionLimits(
+            max_connections=settings.max_connections,
+            header_timeout=settings.header_timeout_seconds,
+            body_timeout=settings.body_timeout_seconds,
+        ).uvicorn_options(),
     )
     return 0
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from thoughtline.identity import login_key
+
 MIN_TOKEN_LENGTH = 32
 DEFAULT_MAX_BODY_BYTES = 1_048_576
 
@@ -66,6 +68,7 @@ class Settings:
     port: int = 8000
     api_token: str | None = field(default=None, repr=False)
     owner_login: str | None = None
+    owner_id: int | None = None
     github_client_id: str | None = None
     github_client_secret: str | None = field(default=None, repr=False)
     allowed_github_logins: tuple[str, ...] = ()
@@ -82,6 +85,10 @@ class Settings:
     log_level: str = "info"
     thread_dormant_days: float = 14.0
     thread_closed_days: float = 45.0
+    max_connections: int = 512
+    header_timeout_seconds: int = 10
+    body_timeout_seconds: int = 30
+    registrations_per_hour: int = 20
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -116,15 +123,22 @@ class Settings:
                 f"THOUGHTLINE_THREAD_CLOSED_DAYS={closed:g} is shorter than THOUGHTLINE_THREAD_DORMANT_DAYS="
                 f"{dormant:g}; a thread goes dormant before it closes, so set closed to {dormant:g} or more."
             )
+        owner_id = environ.get("THOUGHTLINE_OWNER_ID", "").strip() or None
+        if owner_id is not None and not (owner_id.isascii() and owner_id.isdigit() and int(owner_id) > 0):
+            raise SettingsError(
+                f"THOUGHTLINE_OWNER_ID={owner_id!r} must be the owner's numeric GitHub account id "
+                '(https://api.github.com/users/<login> shows it as "id").'
+            )
         return cls(
             data_dir=Path(environ.get("THOUGHTLINE_DATA_DIR", "").strip() or "./data"),
             host=environ.get("HOST", "").strip() or "127.0.0.1",
             port=_int(environ, "PORT", 8000, minimum=0),
             api_token=token,
             owner_login=owner,
+            owner_id=int(owner_id) if owner_id else None,
             github_client_id=environ.get("GITHUB_CLIENT_ID", "").strip() or None,
             github_client_secret=environ.get("GITHUB_CLIENT_SECRET", "").strip() or None,
-            allowed_github_logins=tuple(login.lower() for login in _csv(environ.get("ALLOWED_GITHUB_LOGIN"))),
+            allowed_github_logins=tuple(login_key(login) for login in _csv(environ.get("ALLOWED_GITHUB_LOGIN"))),
             github_base_url=(environ.get("GITHUB_BASE_URL", "").strip() or "https://github.com").rstrip("/"),
             github_api_url=(environ.get("GITHUB_API_URL", "").strip() or "https://api.github.com").rstrip("/"),
             allowed_hostnames=tuple(h.lower() for h in _csv(environ.get("ALLOWED_HOSTNAMES"))),
@@ -137,6 +151,10 @@ class Settings:
             log_level=environ.get("THOUGHTLINE_LOG_LEVEL", "").strip().lower() or "info",
             thread_dormant_days=dormant,
             thread_closed_days=closed,
+            max_connections=_int(environ, "THOUGHTLINE_MAX_CONNECTIONS", 512, minimum=8),
+            header_timeout_seconds=_int(environ, "THOUGHTLINE_HEADER_TIMEOUT_SECONDS", 10, minimum=1),
+            body_timeout_seconds=_int(environ, "THOUGHTLINE_BODY_TIMEOUT_SECONDS", 30, minimum=1),
+            registrations_per_hour=_int(environ, "THOUGHTLINE_REGISTRATIONS_PER_HOUR", 20, minimum=1),
         )
 
     @property

@@ -7,10 +7,12 @@ The auth middleware sets the principal for the duration of a request; tools read
 from __future__ import annotations
 
 import contextvars
+import string
 from dataclasses import dataclass
 from typing import Literal
 
 OWNER_KEY = "owner"
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,16 @@ class Principal:
     login: str | None = None
     resource: str | None = None
     client_id: str | None = None
+
+
+def login_key(login: str) -> str:
+    """A GitHub login in comparison form: ASCII letters lower-cased, nothing else touched.
+
+    GitHub logins are ASCII and compared case-insensitively. `str.lower()` would also fold
+    non-ASCII look-alikes (the Kelvin sign U+212A becomes "k"), letting a name that is not the
+    allowlisted one match it (issue 11).
+    """
+    return login.translate(_ASCII_LOWER)
 
 
 def github_user_key(account_id: int) -> str:

@@ -9,11 +9,16 @@ protocol header carries nothing that needs a session, so it goes straight to the
 lists, resources, notifications, batches, unknown tools, odd headers, malformed JSON — is replayed
 untouched to the SDK, which owns every error response. `tests/test_fastpath.py` checks the two
 paths give identical answers.
+
+Two bodies Python's `json` accepts but the SDK's parser refuses also go to the SDK, so they get its
+400 before any tool runs (issue 11, F5): nesting deep enough to raise RecursionError, and lone
+UTF-16 surrogate escapes (`"\\ud800"`), which no UTF-8 answer could echo back after the commit.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import mcp_types as types
@@ -26,6 +31,11 @@ from thoughtline.mcp.tools import ToolRegistry
 
 _ALLOWED_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 _ALLOWED_PARAMS = frozenset({"name", "arguments", "_meta"})
+# A high surrogate escape not followed by a low one, or a low one not preceded by a high one. An
+# escaped backslash before "u" can match too; that only sends a valid request down the SDK path.
+_LONE_SURROGATE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F]"
+)
 
 
 def _eligible_call(message: Any, registry: ToolRegistry) -> tuple[str | int, str, dict[str, Any] | None] | None:
@@ -83,10 +93,10 @@ class DirectToolCalls:
             more = bool(message.get("more_body"))
             first = False
         call = None
-        if not more and not first:
+        if not more and not first and not _LONE_SURROGATE.search(body):
             try:
                 call = _eligible_call(json.loads(body), self._registry)
-            except ValueError:
+            except (ValueError, RecursionError):
                 call = None
         if call is None:
             await self._app(scope, _replay(body, more, receive), send)
@@ -94,11 +104,7 @@ class DirectToolCalls:
         request_id, name, arguments = call
         result = await self._registry.call(name, arguments)
         self.answered += 1
-        payload = json.dumps(
-            {"jsonrpc": "2.0", "id": request_id, "result": wire_result(result)},
-            ensure_ascii=False,
-            separators=(",", ":"),
-        ).encode()
+        payload = _encode({"jsonrpc": "2.0", "id": request_id, "result": wire_result(result)})
         await send(
             {
                 "type": "http.response.start",
@@ -121,6 +127,15 @@ class DirectToolCalls:
             return False
         has_json, _ = check_accept_headers(request)
         return has_json
+
+
+def _encode(message: dict[str, Any]) -> bytes:
+    """The answer as UTF-8 JSON. The tool has committed by now, so this must not fail: text that
+    UTF-8 cannot carry falls back to ASCII escapes (still valid JSON) instead of a 500."""
+    try:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:
+        return json.dumps(message, separators=(",", ":")).encode()
 
 
 def _replay(body: bytes, more: bool, receive: Receive) -> Receive:

@@ -32,6 +32,7 @@ from thoughtline.identity import Principal
 from thoughtline.oauth.authorize import authorize_endpoint
 from thoughtline.oauth.callback import github_callback
 from thoughtline.oauth.cimd import CimdPolicy
+from thoughtline.oauth.clients import MAX_BODY_BYTES
 from thoughtline.oauth.consent import show_consent, submit_consent
 from thoughtline.oauth.context import DoorContext
 from thoughtline.oauth.errors import not_configured
@@ -42,6 +43,8 @@ from thoughtline.oauth.metadata import (
     protected_resource_metadata,
 )
 from thoughtline.oauth.provider import Provider
+from thoughtline.oauth.ratelimit import RateLimiter
+from thoughtline.oauth.register import register_endpoint
 from thoughtline.oauth.revoke import revoke_endpoint
 from thoughtline.oauth.storage import AuthStore
 from thoughtline.oauth.token import token_endpoint
@@ -62,15 +65,15 @@ class OAuthDoor:
     aclose: Callable[[], Awaitable[None]]
 
 
-def _limited(endpoint: Endpoint) -> ASGIApp:
-    return RequestBodyLimitMiddleware(request_response(endpoint), DEFAULT_MAX_REQUEST_BODY_SIZE)
+def _limited(endpoint: Endpoint, max_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE) -> ASGIApp:
+    return RequestBodyLimitMiddleware(request_response(endpoint), max_bytes)
 
 
-def _cors(endpoint: Endpoint, methods: list[str]) -> ASGIApp:
+def _cors(endpoint: Endpoint, methods: list[str], max_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE) -> ASGIApp:
     # Browser-based MCP clients (e.g. the MCP Inspector) call these cross-origin; no cookies involved.
     # CORS outermost so a 413 from the body limit still carries CORS headers.
     return CORSMiddleware(
-        _limited(endpoint),
+        _limited(endpoint, max_bytes),
         allow_origins=["*"],
         allow_methods=methods,
         allow_headers=[MCP_PROTOCOL_VERSION_HEADER],
@@ -93,6 +96,7 @@ def build_oauth(
     token_handler = TokenHandler(provider, authenticator)
     registration = RegistrationHandler(provider, ClientRegistrationOptions(enabled=True))
     authorization = AuthorizationHandler(provider)
+    limiter = RateLimiter(clock, settings.registrations_per_hour)
 
     def issuer(request: Request) -> str:
         return public_origin(request, settings.public_url)
@@ -106,11 +110,6 @@ def build_oauth(
             return json_document(protected_resource_metadata(origin + path, origin), request)
 
         return endpoint
-
-    async def register(request: Request) -> Response:
-        if not settings.github_enabled:
-            return not_configured()
-        return await registration.handle(request)
 
     async def consent(request: Request) -> Response:
         if not settings.github_enabled:
@@ -150,7 +149,11 @@ def build_oauth(
             _cors(partial(token_endpoint, provider, token_handler), ["POST", "OPTIONS"]),
             methods=["POST", "OPTIONS"],
         ),
-        Route("/register", _cors(register, ["POST", "OPTIONS"]), methods=["POST", "OPTIONS"]),
+        Route(
+            "/register",
+            _cors(partial(register_endpoint, provider, registration, limiter), ["POST", "OPTIONS"], MAX_BODY_BYTES),
+            methods=["POST", "OPTIONS"],
+        ),
         Route(
             "/revoke",
             _cors(partial(revoke_endpoint, provider, authenticator), ["POST", "OPTIONS"]),

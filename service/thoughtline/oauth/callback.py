@@ -11,11 +11,12 @@ import logging
 from starlette.requests import Request
 from starlette.responses import Response
 
+from thoughtline.logsafe import log_safe
 from thoughtline.oauth.context import SIGNIN_COOKIE, DoorContext
 from thoughtline.oauth.github import GitHubError
 from thoughtline.oauth.pages import error_page
 from thoughtline.oauth.provider import CODE_TTL_SECONDS
-from thoughtline.oauth.records import new_secret
+from thoughtline.oauth.records import OwnerSetting, new_secret
 from thoughtline.oauth.signing import GITHUB_STATE, InvalidSignedValue, digest, same
 from thoughtline.oauth.urls import CALLBACK_PATH, granted_resources
 
@@ -69,7 +70,19 @@ async def _finish(ctx: DoorContext, request: Request, pending: dict[str, object]
     if resources is None:
         return ctx.back_to_client(request, pending, error="invalid_target", error_description="unknown resource")
     now = ctx.clock.now()
-    user_key = await ctx.provider.store.user_key_for(account.id, account.login, ctx.settings.owner_login, now)
+    owner = OwnerSetting(login=ctx.settings.owner_login, account_id=ctx.settings.owner_id)
+    user_key, pin = await ctx.provider.store.user_key_for(account.id, account.login, owner, now)
+    if pin is not None:
+        named = f"THOUGHTLINE_OWNER_ID={owner.account_id}" if owner.account_id else f"THOUGHTLINE_OWNER={owner.login}"
+        if pin.previous is None:
+            logger.warning("owner pinned: GitHub account id %s is now the owner (%s)", pin.account_id, log_safe(named))
+        else:
+            logger.warning(
+                "owner re-pinned: GitHub account id %s is now the owner (%s); account id %s keeps its own store",
+                pin.account_id,
+                log_safe(named),
+                pin.previous,
+            )
     ours = new_secret("tlc_")
     scopes = pending.get("scopes")
     await ctx.provider.store.create_grant(

@@ -4,18 +4,25 @@ A CIMD client_id is an https URL whose document describes the client (its name, 
 Fetching an attacker-chosen URL from inside our network is the classic SSRF, so the fetch:
 - accepts https only, no credentials in the URL, a non-root path;
 - resolves the host once, refuses any address that is not globally routable (private, loopback,
-  link-local, reserved, multicast; IPv4-mapped IPv6 included), and connects to exactly that
-  address (TLS still verified against the hostname), so DNS cannot be re-bound between check and use;
-- follows no redirects, reads at most `max_bytes`, and gives up after `timeout` seconds.
+  link-local, reserved, multicast; IPv6 forms that carry such an IPv4 address too, see
+  addresses.py), and connects to exactly that address (TLS still verified against the hostname),
+  so DNS cannot be re-bound between check and use;
+- follows no redirects, and gives up after `timeout` seconds;
+- reads at most `max_bytes` off the wire *and* at most `max_bytes` after decompression, counted
+  while streaming, so a gzip bomb costs no more than a plain document (issue 11);
+- answers every failure to fetch (refused, reset, TLS, timeout, non-200, too large) with one and
+  the same message, so the fetch cannot be used to tell closed ports from open ones, and the
+  provider remembers a failure briefly (`failure_seconds`) so retries do not hammer anyone.
 Loopback is allowed only when a test builds the policy with `allow_loopback=True`.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import socket
 import ssl
+import zlib
+from collections import OrderedDict
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
@@ -24,11 +31,13 @@ import httpx
 from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import ValidationError
 
-from thoughtline.oauth.clients import redirect_uris_problem
+from thoughtline.oauth.addresses import address_allowed
+from thoughtline.oauth.clients import client_problem
 
 MAX_BYTES = 16 * 1024
 PUBLIC_CLIENT = "none"  # token_endpoint_auth_method of a client without a secret
 TIMEOUT_SECONDS = 5.0
+MAX_REMEMBERED_FAILURES = 1000
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,7 @@ class CimdPolicy:
     timeout: float = TIMEOUT_SECONDS
     max_bytes: int = MAX_BYTES
     cache_seconds: float = 3600.0
+    failure_seconds: float = 60.0
 
 
 class CimdError(Exception):
@@ -65,22 +75,13 @@ def _check_url(url: str) -> tuple[str, int]:
     return parts.hostname, parts.port or 443
 
 
-def _address_allowed(address: str, allow_loopback: bool) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if ip.is_loopback:
-        return allow_loopback
-    return ip.is_global and not ip.is_multicast
-
-
-async def _resolve(host: str, port: int, policy: CimdPolicy) -> str:
+async def _resolve(url: str, host: str, port: int, policy: CimdPolicy) -> str:
     try:
         infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError:
-        raise CimdError(f"the host {host!r} of the client_id does not resolve") from None
+        raise CimdError(unreachable(url, policy)) from None
     addresses = [str(info[4][0]) for info in infos]
-    refused = [a for a in addresses if not _address_allowed(a, policy.allow_loopback)]
+    refused = [a for a in addresses if not address_allowed(a, policy.allow_loopback)]
     if not addresses or refused:
         # One bad address is enough to refuse: we must not let DNS pick a private target for us.
         raise CimdError(
@@ -90,9 +91,51 @@ async def _resolve(host: str, port: int, policy: CimdPolicy) -> str:
     return addresses[0]
 
 
+def unreachable(url: str, policy: CimdPolicy) -> str:
+    """The one message for every failure to fetch a document (no port-scan oracle)."""
+    return (
+        f"could not fetch the client_id document {url!r}: it must be served over https from a public "
+        f"address and answer 200 with at most {policy.max_bytes} bytes of JSON within {policy.timeout:g}s"
+    )
+
+
+class _Unreachable(Exception):
+    """Any failure of the fetch itself; reported as `unreachable(url)`."""
+
+
+def _decoder(encoding: str) -> zlib._Decompress | None:
+    if encoding in ("", "identity"):
+        return None
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        return zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib framing, detected
+    raise _Unreachable
+
+
+async def _read_capped(response: httpx.Response, max_bytes: int) -> bytes:
+    """The body, decompressed by us with both the wire bytes and the decoded bytes capped."""
+    decoder = _decoder(response.headers.get("content-encoding", "").strip().lower())
+    body, wire = bytearray(), 0
+    async for chunk in response.aiter_raw():
+        wire += len(chunk)
+        if wire > max_bytes:
+            raise _Unreachable
+        if decoder is None:
+            body += chunk
+        else:
+            try:
+                body += decoder.decompress(chunk, max_bytes + 1 - len(body))
+            except zlib.error:
+                raise _Unreachable from None
+            if decoder.unconsumed_tail:
+                raise _Unreachable
+        if len(body) > max_bytes:
+            raise _Unreachable
+    return bytes(body)
+
+
 async def _download(url: str, policy: CimdPolicy) -> bytes:
     host, port = _check_url(url)
-    address = await _resolve(host, port, policy)
+    address = await _resolve(url, host, port, policy)
     parts = urlsplit(url)
     pinned_host = f"[{address}]" if ":" in address else address
     pinned = urlunsplit(("https", f"{pinned_host}:{port}", parts.path, parts.query, ""))
@@ -102,22 +145,20 @@ async def _download(url: str, policy: CimdPolicy) -> bytes:
         request = client.build_request(
             "GET",
             pinned,
-            headers={"Host": parts.netloc, "Accept": "application/json"},
+            headers={"Host": parts.netloc, "Accept": "application/json", "Accept-Encoding": "gzip"},
             extensions={"sni_hostname": host},
         )
-        with anyio.fail_after(policy.timeout):
-            response = await client.send(request, stream=True)
-            try:
-                if response.status_code != 200:
-                    raise CimdError(f"fetching the client_id document {url!r} answered HTTP {response.status_code}")
-                body = bytearray()
-                async for chunk in response.aiter_bytes():
-                    body += chunk
-                    if len(body) > policy.max_bytes:
-                        raise CimdError(f"the client_id document {url!r} is larger than {policy.max_bytes} bytes")
-                return bytes(body)
-            finally:
-                await response.aclose()
+        try:
+            with anyio.fail_after(policy.timeout):
+                response = await client.send(request, stream=True)
+                try:
+                    if response.status_code != 200:
+                        raise _Unreachable
+                    return await _read_capped(response, policy.max_bytes)
+                finally:
+                    await response.aclose()
+        except (TimeoutError, httpx.HTTPError, _Unreachable):
+            raise CimdError(unreachable(url, policy)) from None
 
 
 def parse_document(url: str, raw: bytes) -> OAuthClientInformationFull:
@@ -135,12 +176,9 @@ def parse_document(url: str, raw: bytes) -> OAuthClientInformationFull:
     uris = doc.get("redirect_uris")
     if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
         raise CimdError("the client_id document needs redirect_uris, a list of URLs")
-    problem = redirect_uris_problem(uris)
-    if problem:
-        raise CimdError(problem)
     fields = {k: doc[k] for k in ("client_name", "client_uri", "logo_uri", "scope") if isinstance(doc.get(k), str)}
     try:
-        return OAuthClientInformationFull(
+        client = OAuthClientInformationFull(
             client_id=url,
             redirect_uris=uris,
             token_endpoint_auth_method=PUBLIC_CLIENT,
@@ -150,14 +188,36 @@ def parse_document(url: str, raw: bytes) -> OAuthClientInformationFull:
         )
     except ValidationError as exc:
         raise CimdError(f"the client_id document has invalid fields: {exc.errors()[0]['msg']}") from None
+    # Checked as stored (normalised), with the same rules as /register (issue 11, F4).
+    problem = client_problem(client, [str(uri) for uri in client.redirect_uris or []])
+    if problem:
+        raise CimdError(problem)
+    return client
 
 
 async def fetch_client(url: str, policy: CimdPolicy) -> OAuthClientInformationFull:
     """Fetch and validate the document behind a URL client_id."""
-    try:
-        raw = await _download(url, policy)
-    except TimeoutError:
-        raise CimdError(f"fetching the client_id document {url!r} took longer than {policy.timeout:g}s") from None
-    except httpx.HTTPError as exc:
-        raise CimdError(f"could not fetch the client_id document {url!r}: {type(exc).__name__}") from None
-    return parse_document(url, raw)
+    return parse_document(url, await _download(url, policy))
+
+
+class RecentFailures:
+    """URLs whose fetch failed a moment ago, with the message; bounded, oldest forgotten first."""
+
+    def __init__(self, max_entries: int = MAX_REMEMBERED_FAILURES) -> None:
+        self._max = max_entries
+        self._failed: OrderedDict[str, tuple[float, str]] = OrderedDict()
+
+    def get(self, url: str, now: float) -> str | None:
+        """The remembered message for `url`, while it is fresh."""
+        entry = self._failed.get(url)
+        if entry is None or entry[0] <= now:
+            self._failed.pop(url, None)
+            return None
+        return entry[1]
+
+    def remember(self, url: str, message: str, until: float) -> None:
+        """Answer `message` for `url` without fetching until `until`."""
+        self._failed.pop(url, None)
+        self._failed[url] = (until, message)
+        while len(self._failed) > self._max:
+            self._failed.popitem(last=False)

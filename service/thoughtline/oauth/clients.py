@@ -1,15 +1,31 @@
-"""Which redirect URIs a client may register, and how a client record is described to people.
+"""Which client records we accept: redirect URIs, and a size bound on every metadata field.
 
 OAuth 2.1 §2.3.1 and RFC 8252: web clients use https; native apps use loopback http (any port is
 their own) or a private-use scheme in reverse-domain form. Everything else — `javascript:`, `data:`,
-plain words, fragments — is refused at registration, so /authorize never redirects there.
+plain words, fragments, credentials, backslashes — is refused at registration, so /authorize never
+redirects there. `client_problem` is the one check for both doors, /register and Client ID Metadata
+Documents, and it checks the URIs *as stored* (pydantic's normalised form): a raw
+`http://evil.example\\@127.0.0.1/cb` looks like loopback but is stored as
+`http://evil.example/@127.0.0.1/cb` (issue 11, F4).
+
+RFC 7591 sets no sizes; ours (issue 11, F1) are generous for real clients and keep one record
+under `MAX_RECORD_BYTES`, so registrations cannot fill the disk the stores live on.
 """
 
 from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from mcp.shared.auth import OAuthClientMetadataBase
+
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+MAX_URL_CHARS = 2000
+MAX_REDIRECT_URIS = 10
+MAX_LIST_ITEMS = 10
+MAX_TEXT_CHARS = 200  # client_name, software_id, software_version, each contact
+MAX_SCOPE_CHARS = 1000
+MAX_RECORD_BYTES = 8 * 1024
+MAX_BODY_BYTES = 16 * 1024  # a /register request; the stored record must fit MAX_RECORD_BYTES
 FORBIDDEN_SCHEMES = ("javascript", "data", "file", "vbscript", "about", "blob", "filesystem", "ws", "wss")
 
 
@@ -20,6 +36,10 @@ def redirect_uri_problem(uri: str) -> str | None:
     except ValueError:
         return f"redirect URI {uri!r} is not a URL"
     scheme = parts.scheme.lower()
+    if len(uri) > MAX_URL_CHARS:
+        return f"redirect URI {uri[:60]!r}… is longer than {MAX_URL_CHARS} characters"
+    if "\\" in uri or parts.username is not None or parts.password is not None:
+        return f"redirect URI {uri!r} must not contain a backslash or user credentials"
     if parts.fragment or uri.endswith("#"):
         return f"redirect URI {uri!r} has a fragment; remove everything from '#'"
     if scheme == "https":
@@ -40,8 +60,39 @@ def redirect_uris_problem(uris: list[str]) -> str | None:
     """The first problem among a client's redirect URIs, or None when all are acceptable."""
     if not uris:
         return "redirect_uris is required and must list at least one URI"
+    if len(uris) > MAX_REDIRECT_URIS:
+        return f"redirect_uris lists {len(uris)} URIs; at most {MAX_REDIRECT_URIS} are accepted"
     for uri in uris:
         problem = redirect_uri_problem(uri)
         if problem:
             return problem
+    return None
+
+
+def _field_problem(name: str, value: object) -> str | None:
+    if isinstance(value, list):
+        if len(value) > MAX_LIST_ITEMS:
+            return f"{name} lists {len(value)} values; at most {MAX_LIST_ITEMS} are accepted"
+        return next((p for p in (_field_problem(name, item) for item in value) if p), None)
+    if value is None or isinstance(value, bool | int | float | dict):
+        return None  # dicts (jwks) are bounded by the record size below
+    limit = MAX_SCOPE_CHARS if name == "scope" else MAX_URL_CHARS if name.endswith("uri") else MAX_TEXT_CHARS
+    text = str(value)
+    return f"{name} is {len(text)} characters; at most {limit} are accepted" if len(text) > limit else None
+
+
+def client_problem(client: OAuthClientMetadataBase, redirect_uris: list[str]) -> str | None:
+    """Why a client record cannot be stored, or None: its redirect URIs (pass them as the record
+    stores them) and the size of every field, for /register and CIMD alike."""
+    problem = redirect_uris_problem(redirect_uris)
+    if problem:
+        return problem
+    for name in type(client).model_fields:
+        if name != "redirect_uris":
+            problem = _field_problem(name, getattr(client, name))
+            if problem:
+                return problem
+    size = len(client.model_dump_json(exclude_none=True).encode())
+    if size > MAX_RECORD_BYTES:
+        return f"the client metadata is {size} bytes; at most {MAX_RECORD_BYTES} are accepted"
     return None

@@ -8,7 +8,7 @@ request to the consent page as a signed blob, and the GitHub callback creates th
 from __future__ import annotations
 
 import contextvars
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mcp.server.auth.provider import (
     AccessToken,
@@ -24,8 +24,9 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from thoughtline.clock import Clock
 from thoughtline.config import Settings
-from thoughtline.oauth.cimd import CimdPolicy, fetch_client, is_metadata_url
-from thoughtline.oauth.clients import redirect_uris_problem
+from thoughtline.identity import login_key
+from thoughtline.oauth.cimd import CimdError, CimdPolicy, RecentFailures, fetch_client, is_metadata_url
+from thoughtline.oauth.clients import client_problem, redirect_uris_problem
 from thoughtline.oauth.records import Grant, Issued
 from thoughtline.oauth.signing import PENDING, Signer, digest
 from thoughtline.oauth.storage import AuthStore
@@ -35,6 +36,9 @@ ACCESS_TTL_SECONDS = 900.0
 REFRESH_TTL_SECONDS = 30 * 24 * 3600.0
 CODE_TTL_SECONDS = 120.0
 PENDING_TTL_SECONDS = 600.0
+# Two refreshes of one token a moment apart are a client's own race (two tabs, a retried request),
+# not theft: the token spent last may be presented again this long (issue 11).
+REFRESH_GRACE_SECONDS = 10.0
 
 # The resources named in the current /token request (RFC 8707 §2.2), set by token.py before the
 # SDK handler runs: the SDK does not pass them to the provider, and a token is narrowed to them.
@@ -75,6 +79,7 @@ class Provider(OAuthAuthorizationServerProvider[Code, Refresh, Access]):
     clock: Clock
     cimd: CimdPolicy
     _signer: Signer | None = None
+    _failed_documents: RecentFailures = field(default_factory=RecentFailures)
 
     async def signer(self) -> Signer:
         """The signer for short-lived state, keyed from the auth database (shared by instances)."""
@@ -83,8 +88,8 @@ class Provider(OAuthAuthorizationServerProvider[Code, Refresh, Access]):
         return self._signer
 
     def login_allowed(self, login: str) -> bool:
-        """ALLOWED_GITHUB_LOGIN, case-insensitive; an empty list allows nobody."""
-        return login.lower() in self.settings.allowed_github_logins
+        """ALLOWED_GITHUB_LOGIN, ASCII case-insensitive; an empty list allows nobody."""
+        return login_key(login) in {login_key(allowed) for allowed in self.settings.allowed_github_logins}
 
     def _usable(self, grant: Grant, client_id: str) -> bool:
         # Removing a login from the allowlist cuts off its existing grants at the next check.
@@ -99,17 +104,28 @@ class Provider(OAuthAuthorizationServerProvider[Code, Refresh, Access]):
             cached = await self.store.cached_document(client_id, now)
             if cached is not None:
                 return OAuthClientInformationFull.model_validate_json(cached)
-            client = await fetch_client(client_id, self.cimd)
-            await self.store.cache_document(client_id, client.model_dump_json(), now + self.cimd.cache_seconds)
+            failed = self._failed_documents.get(client_id, now)
+            if failed is not None:
+                raise CimdError(failed)
+            try:
+                client = await fetch_client(client_id, self.cimd)
+            except CimdError as exc:
+                self._failed_documents.remember(client_id, str(exc), now + self.cimd.failure_seconds)
+                raise
+            await self.store.cache_document(client_id, client.model_dump_json(), now, now + self.cimd.cache_seconds)
             return client
         stored = await self.store.load_client(client_id)
         return OAuthClientInformationFull.model_validate_json(stored) if stored else None
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
-        """Store a dynamically registered client after checking its redirect URIs."""
-        problem = redirect_uris_problem([str(uri) for uri in client_info.redirect_uris or []])
+        """Store a dynamically registered client after checking its redirect URIs and field sizes."""
+        uris = [str(uri) for uri in client_info.redirect_uris or []]
+        problem = redirect_uris_problem(uris)
         if problem:
             raise RegistrationError("invalid_redirect_uri", problem)
+        problem = client_problem(client_info, uris)
+        if problem:
+            raise RegistrationError("invalid_client_metadata", problem)
         await self.store.save_client(client_info.client_id, client_info.model_dump_json(), self.clock.now())
 
     # --- authorization -------------------------------------------------------------------------
@@ -174,7 +190,10 @@ class Provider(OAuthAuthorizationServerProvider[Code, Refresh, Access]):
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> Refresh | None:
         """An unspent, unexpired refresh token of this client whose user is still allowlisted."""
         record = await self.store.find_token(digest(refresh_token))
-        if record is None or record.kind != "refresh" or record.used or record.expires_at < self.clock.now():
+        now = self.clock.now()
+        if record is None or record.kind != "refresh" or record.expires_at < now:
+            return None
+        if record.used and not await self.store.refresh_just_rotated(digest(refresh_token), now, REFRESH_GRACE_SECONDS):
             return None
         if not self._usable(record.grant, client.client_id):
             return None
@@ -200,6 +219,7 @@ class Provider(OAuthAuthorizationServerProvider[Code, Refresh, Access]):
             self.clock.now(),
             ACCESS_TTL_SECONDS,
             REFRESH_TTL_SECONDS,
+            REFRESH_GRACE_SECONDS,
         )
         return self._token_response(issued, scopes)
 

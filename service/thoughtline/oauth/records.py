@@ -46,15 +46,51 @@ CREATE INDEX tokens_by_grant ON tokens(grant_id);
 """
 
 
+# Issue 11. Registered clients that never complete an authorization are pruned (F1), so the table
+# records when a client was first authorized; clients already holding a grant count as used. A
+# grant remembers the refresh token it spent last: only that one has a grace window for reuse.
+HARDENING = """
+ALTER TABLE clients ADD COLUMN authorized_at REAL;
+ALTER TABLE grants ADD COLUMN last_refresh TEXT;
+UPDATE clients SET authorized_at = created_at WHERE client_id IN (SELECT client_id FROM grants);
+CREATE INDEX clients_unused ON clients(created_at) WHERE authorized_at IS NULL;
+"""
+
+
 def _schema(conn: apsw.Connection) -> None:
     conn.execute(SCHEMA)
 
 
-AUTH_MIGRATIONS = (Migration("auth_0001_core", _schema),)
+def _hardening(conn: apsw.Connection) -> None:
+    conn.execute(HARDENING)
+
+
+AUTH_MIGRATIONS = (Migration("auth_0001_core", _schema), Migration("auth_0002_hardening", _hardening))
 
 # Revoked or expired rows are kept this long after they stop mattering, so reuse of an old code or
 # refresh token is still recognised (and punished) for a while, then pruned.
 KEEP_DEAD_ROWS_SECONDS = 7 * 24 * 3600
+# A registered client that has not completed an authorization within a day is dropped; MCP clients
+# register right before they send the user to /authorize.
+UNUSED_CLIENT_SECONDS = 24 * 3600.0
+# Validated Client ID Metadata Documents kept at most (the newest win).
+MAX_CACHED_DOCUMENTS = 1000
+
+
+@dataclass(frozen=True)
+class OwnerSetting:
+    """Who the operator named as the owner: THOUGHTLINE_OWNER_ID wins over THOUGHTLINE_OWNER."""
+
+    login: str | None
+    account_id: int | None
+
+
+@dataclass(frozen=True)
+class OwnerPin:
+    """A sign-in that made an account the owner; `previous` is the account that was before, if any."""
+
+    account_id: int
+    previous: int | None
 
 
 @dataclass(frozen=True)
@@ -151,6 +187,16 @@ def mint(
     return Issued(access, refresh, now + access_ttl, resources)
 
 
+def just_rotated(conn: apsw.Connection, token_hash: str, now: float, grace: float) -> bool:
+    """A refresh token spent within `grace` seconds that is still the last one its grant spent."""
+    row = conn.execute(
+        "SELECT 1 FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.hash = ? AND t.kind = 'refresh'"
+        " AND t.used_at >= ? AND g.last_refresh = t.hash",
+        (token_hash, now - grace),
+    ).fetchone()
+    return row is not None
+
+
 def revoke(conn: apsw.Connection, grant_id: str, reason: str, now: float) -> None:
     conn.execute(
         "UPDATE grants SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
@@ -170,6 +216,22 @@ def prune(conn: apsw.Connection, now: float) -> None:
         (cutoff,),
     )
     conn.execute("DELETE FROM client_documents WHERE expires_at < ?", (now,))
+    prune_clients(conn, now)
+
+
+def prune_clients(conn: apsw.Connection, now: float) -> None:
+    """Drop registrations that never led to an authorization within `UNUSED_CLIENT_SECONDS`."""
+    conn.execute("DELETE FROM clients WHERE authorized_at IS NULL AND created_at < ?", (now - UNUSED_CLIENT_SECONDS,))
+
+
+def trim_documents(conn: apsw.Connection, now: float) -> None:
+    """Keep the document cache bounded: expired entries go, then all but the newest few."""
+    conn.execute("DELETE FROM client_documents WHERE expires_at < ?", (now,))
+    conn.execute(
+        "DELETE FROM client_documents WHERE url NOT IN"
+        " (SELECT url FROM client_documents ORDER BY expires_at DESC LIMIT ?)",
+        (MAX_CACHED_DOCUMENTS,),
+    )
 
 
 def prepare(conn: apsw.Connection) -> None:

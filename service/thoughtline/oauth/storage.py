@@ -20,16 +20,22 @@ import anyio
 import apsw
 
 from thoughtline.config import Journal
-from thoughtline.identity import OWNER_KEY, github_user_key
+from thoughtline.identity import OWNER_KEY, github_user_key, login_key
 from thoughtline.oauth.records import (
+    UNUSED_CLIENT_SECONDS,
     CodeRecord,
+    OwnerPin,
+    OwnerSetting,
     Redeem,
     TokenRecord,
     grant_from_row,
+    just_rotated,
     mint,
     prepare,
     prune,
+    prune_clients,
     revoke,
+    trim_documents,
 )
 from thoughtline.oauth.signing import digest
 from thoughtline.storage.db import ReadPool, Writer
@@ -88,12 +94,25 @@ class AuthStore:
     # --- clients -----------------------------------------------------------------------------
 
     async def save_client(self, client_id: str, info: str, now: float) -> None:
-        """Record a dynamically registered client (RFC 7591)."""
-        await self._write(
-            lambda c: c.execute(
-                "INSERT INTO clients(client_id, info, created_at) VALUES (?, ?, ?)", (client_id, info, now)
-            )
-        )
+        """Record a dynamically registered client (RFC 7591), dropping stale unused ones first."""
+
+        def run(conn: apsw.Connection) -> None:
+            prune_clients(conn, now)
+            conn.execute("INSERT INTO clients(client_id, info, created_at) VALUES (?, ?, ?)", (client_id, info, now))
+
+        await self._write(run)
+
+    async def unused_clients(self, now: float) -> int:
+        """How many registered clients have not completed an authorization yet (and are not stale)."""
+
+        def run(conn: apsw.Connection) -> int:
+            row = conn.execute(
+                "SELECT count(*) FROM clients WHERE authorized_at IS NULL AND created_at >= ?",
+                (now - UNUSED_CLIENT_SECONDS,),
+            ).fetchone()
+            return int(str(row[0])) if row else 0
+
+        return await self._read(run)
 
     async def load_client(self, client_id: str) -> str | None:
         """The stored registration JSON of a client, if any."""
@@ -115,36 +134,75 @@ class AuthStore:
 
         return await self._read(run)
 
-    async def cache_document(self, url: str, info: str, expires_at: float) -> None:
-        """Remember a validated Client ID Metadata Document until `expires_at`."""
-        await self._write(
-            lambda c: c.execute(
+    async def cached_documents(self) -> int:
+        """How many metadata documents the cache holds."""
+
+        def run(conn: apsw.Connection) -> int:
+            row = conn.execute("SELECT count(*) FROM client_documents").fetchone()
+            return int(str(row[0])) if row else 0
+
+        return await self._read(run)
+
+    async def cache_document(self, url: str, info: str, now: float, expires_at: float) -> None:
+        """Remember a validated Client ID Metadata Document until `expires_at` (the cache is bounded)."""
+
+        def run(conn: apsw.Connection) -> None:
+            conn.execute(
                 "INSERT OR REPLACE INTO client_documents(url, info, expires_at) VALUES (?, ?, ?)",
                 (url, info, expires_at),
             )
-        )
+            trim_documents(conn, now)
+
+        await self._write(run)
 
     # --- identity ------------------------------------------------------------------------------
 
-    async def user_key_for(self, account_id: int, login: str, owner_login: str | None, now: float) -> str:
-        """Map a GitHub account to its store key, pinning the owner's account id at first sign-in.
+    async def user_key_for(
+        self, account_id: int, login: str, owner: OwnerSetting, now: float
+    ) -> tuple[str, OwnerPin | None]:
+        """Map a GitHub account to its store key at sign-in; `(key, pin)` where `pin` is set when
+        this sign-in made the account the owner (the caller logs it).
 
-        The owner is named by login (THOUGHTLINE_OWNER) but logins can be renamed or re-registered,
-        so the first sign-in of that login pins its immutable id; from then on only that id is the
-        owner, whatever it is called.
+        THOUGHTLINE_OWNER_ID names the owner by immutable id. THOUGHTLINE_OWNER names it by login,
+        which can be renamed or re-registered, so the first sign-in whose login matches it exactly
+        (ASCII case-insensitive) pins that account's id, recorded with the setting's value. While
+        the setting keeps that value only the pinned id is the owner, whatever it is called later.
+        When the setting changes, the next sign-in of the newly named login re-pins. An account
+        that stops being the owner keeps working under its own `github:<id>` store; its earlier
+        grants are moved there too, so no old token still opens the owner's store.
         """
 
-        def run(conn: apsw.Connection) -> str:
-            row = conn.execute("SELECT account_id FROM owner WHERE id = 1").fetchone()
-            if row is None and owner_login and login.lower() == owner_login.lower():
+        def run(conn: apsw.Connection) -> tuple[str, OwnerPin | None]:
+            row = conn.execute("SELECT account_id, login FROM owner WHERE id = 1").fetchone()
+            pinned_id, pinned_as = (int(str(row[0])), str(row[1])) if row else (None, None)
+            if owner.account_id is not None:
+                is_owner = account_id == owner.account_id
+            elif owner.login is None:
+                is_owner = False
+            elif pinned_as is not None and login_key(pinned_as) == login_key(owner.login):
+                is_owner = account_id == pinned_id  # the pin stands, whatever the login is now
+            else:
+                is_owner = login_key(login) == login_key(owner.login)  # no pin yet, or the setting changed
+            if not is_owner:
                 conn.execute(
-                    "INSERT INTO owner(id, account_id, login, pinned_at) VALUES (1, ?, ?, ?)",
-                    (account_id, login, now),
+                    "UPDATE grants SET user_key = ? WHERE account_id = ? AND user_key = ?",
+                    (github_user_key(account_id), account_id, OWNER_KEY),
                 )
-                return OWNER_KEY
-            if row is not None and int(str(row[0])) == account_id:
-                return OWNER_KEY
-            return github_user_key(account_id)
+                return github_user_key(account_id), None
+            recorded_as = owner.login if owner.account_id is None and owner.login else login
+            if pinned_id == account_id:
+                if pinned_as is None or login_key(pinned_as) != login_key(recorded_as):
+                    conn.execute("UPDATE owner SET login = ? WHERE id = 1", (recorded_as,))
+                return OWNER_KEY, None
+            conn.execute(
+                "INSERT OR REPLACE INTO owner(id, account_id, login, pinned_at) VALUES (1, ?, ?, ?)",
+                (account_id, recorded_as, now),
+            )
+            conn.execute(
+                "UPDATE grants SET user_key = 'github:' || account_id WHERE user_key = ? AND account_id != ?",
+                (OWNER_KEY, account_id),
+            )
+            return OWNER_KEY, OwnerPin(account_id=account_id, previous=pinned_id)
 
         return await self._write(run)
 
@@ -195,6 +253,9 @@ class AuthStore:
                     code_challenge,
                     now + code_ttl,
                 ),
+            )
+            conn.execute(
+                "UPDATE clients SET authorized_at = ? WHERE client_id = ? AND authorized_at IS NULL", (now, client_id)
             )
             prune(conn, now)
 
@@ -266,12 +327,20 @@ class AuthStore:
         return await self._read(run)
 
     async def rotate_refresh(
-        self, token_hash: str, resources: tuple[str, ...], now: float, access_ttl: float, refresh_ttl: float
+        self,
+        token_hash: str,
+        resources: tuple[str, ...],
+        now: float,
+        access_ttl: float,
+        refresh_ttl: float,
+        grace: float,
     ) -> Redeem:
         """Spend a refresh token for a new pair; presenting a spent one revokes the whole grant.
 
         Reuse means two parties hold the same refresh token (OAuth 2.1 §4.3.1); we cannot tell
-        which is the thief, so both lose access and the user signs in again.
+        which is the thief, so both lose access and the user signs in again. One exception, as
+        common authorization servers make it: the token spent last in its grant, presented again
+        within `grace` seconds, is a client's own concurrent refresh and gets a pair too.
         """
 
         def run(conn: apsw.Connection) -> Redeem:
@@ -282,14 +351,21 @@ class AuthStore:
                 return "missing"
             grant_id = str(row[0])
             if row[1] is not None:
+                if just_rotated(conn, token_hash, now, grace):
+                    return mint(conn, grant_id, resources, now, access_ttl, refresh_ttl)
                 revoke(conn, grant_id, "refresh token reused", now)
                 return "reused"
             # Earlier access tokens are left to expire on their own (they are short-lived): cutting
             # them off would fail requests already in flight while the client refreshes.
             conn.execute("UPDATE tokens SET used_at = ? WHERE hash = ?", (now, token_hash))
+            conn.execute("UPDATE grants SET last_refresh = ? WHERE id = ?", (token_hash, grant_id))
             return mint(conn, grant_id, resources, now, access_ttl, refresh_ttl)
 
         return await self._write(run)
+
+    async def refresh_just_rotated(self, token_hash: str, now: float, grace: float) -> bool:
+        """Whether a spent refresh token is still inside its grace window (see `rotate_refresh`)."""
+        return await self._read(lambda c: just_rotated(c, token_hash, now, grace))
 
     async def revoke_grant(self, grant_id: str, reason: str, now: float) -> None:
         """Revoke a grant: every code and token it issued stops working at once."""

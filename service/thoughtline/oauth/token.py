@@ -3,7 +3,8 @@
 The SDK handler validates the grant (client auth, redirect URI, PKCE S256, expiry) but treats a
 reused code or refresh token as merely unknown and never sees the `resource` parameter. Before it
 runs we look the presented secret up: reuse revokes the whole grant (OAuth 2.1 §4.1.3, §4.3.1) and
-says so; a `resource` outside the grant is `invalid_target`; a narrower one narrows the token.
+says so (except a client's own concurrent refresh, see `REFRESH_GRACE_SECONDS`); a `resource`
+outside the grant is `invalid_target`; a narrower one narrows the token.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from starlette.responses import Response
 
 from thoughtline.oauth.cimd import CimdError
 from thoughtline.oauth.errors import not_configured, oauth_error
-from thoughtline.oauth.provider import Provider, requested_resources
+from thoughtline.oauth.provider import REFRESH_GRACE_SECONDS, Provider, requested_resources
 from thoughtline.oauth.signing import digest
 from thoughtline.oauth.urls import canonical_resource
 
@@ -39,8 +40,14 @@ async def token_endpoint(provider: Provider, handler: TokenHandler, request: Req
         allowed = code.grant.resources if code else ()
     elif isinstance(secret, str) and grant_type == "refresh_token":
         token = await provider.store.find_token(digest(secret))
-        if token is not None and token.kind == "refresh" and token.used:
-            await provider.store.revoke_grant(token.grant.id, "refresh token reused", provider.clock.now())
+        now = provider.clock.now()
+        if (
+            token is not None
+            and token.kind == "refresh"
+            and token.used
+            and not await provider.store.refresh_just_rotated(digest(secret), now, REFRESH_GRACE_SECONDS)
+        ):
+            await provider.store.revoke_grant(token.grant.id, "refresh token reused", now)
             return oauth_error(
                 "invalid_grant",
                 "this refresh token was already used (tokens rotate on every refresh); the grant is now "

@@ -1,9 +1,11 @@
 """HTTP guards every request passes: Host/Origin validation, early body-size refusal, access log.
 
 Host and Origin checks are the DNS-rebinding defence: a page on an attacker's domain that
-resolves to 127.0.0.1 still sends its own name in Host/Origin, which is not on the list. The
-access log records method, path, status and duration only — never query strings (OAuth codes
-travel there), headers (tokens) or bodies (thought text).
+resolves to 127.0.0.1 still sends its own name in Host/Origin, which is not on the list. A
+request with two Host or two Origin headers is refused (400): the guard and the URL builders
+(issuer, resource metadata) must see the same single value (SPEC §4; issue 11, F3). The access log
+records method, path, status and duration only — never query strings (OAuth codes travel there),
+headers (tokens) or bodies (thought text) — and escapes control characters (F6).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from thoughtline.logsafe import log_safe
 
 logger = logging.getLogger("thoughtline.access")
 
@@ -60,7 +64,14 @@ class HostOriginGuard:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        headers = {k: v for k, v in scope.get("headers", []) if k in (b"host", b"origin", b"content-length")}
+        headers: dict[bytes, bytes] = {}
+        for key, value in scope.get("headers", []):
+            if key in (b"host", b"origin", b"content-length"):
+                if key in headers and key != b"content-length":  # the server refuses two lengths itself
+                    name = key.decode().capitalize()
+                    await _reply(send, 400, "bad_request", f"The request has two {name} headers; send exactly one.")
+                    return
+                headers[key] = value
         raw_host = headers.get(b"host", b"").decode("latin-1")
         name = host_name(raw_host)
         if name is None or name not in self._hosts:
@@ -124,4 +135,4 @@ class AccessLog:
             await self._app(scope, receive, record)
         finally:
             elapsed = (time.perf_counter() - started) * 1000
-            logger.info("%s %s %d %.1fms", scope.get("method"), scope.get("path"), status, elapsed)
+            logger.info("%s %s %d %.1fms", log_safe(scope.get("method")), log_safe(scope.get("path")), status, elapsed)
