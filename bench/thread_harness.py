@@ -84,7 +84,8 @@ async def harness(data_dir: Path, embedder: Embedder) -> AsyncIterator[Harness]:
     clock: Clock = StepClock()
     router = StoreRouter(data_dir, "wal", clock)
     library = Library(lambda: embedder)
-    router.on_open.append(library.attach)
+    # No background drain: `review_proposals list` does the matching, so a run is repeatable
+    # (the drain would race the list over which thread vectors a sequence meets).
     router.on_close.append(library.detach)
     specs = [
         *core_tools(),

@@ -55,7 +55,9 @@ def _plan(conn: apsw.Connection) -> _Plan | None:
     backfill = next((t for t in threads if t.backfill_pending), None)
     if not queue and backfill is None:
         return None
-    batch = proposal_store.sequences_after(conn, backfill.backfill_after, SCAN) if backfill else []
+    batch = []
+    if backfill is not None:
+        batch = proposal_store.sequences_after(conn, backfill.backfill_after, backfill.updated_at, SCAN)
     members = proposal_store.members_of(conn, [t.rowid for t in threads])
     plan = _Plan(threads, members, queue, backfill, batch, [])
     if not threads:

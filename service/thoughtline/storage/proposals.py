@@ -98,9 +98,17 @@ def queued(conn: apsw.Connection, limit: int) -> list[tuple[int, int]]:
     return [(int(r[0]), int(r[1])) for r in found]
 
 
-def sequences_after(conn: apsw.Connection, after_rowid: int, limit: int) -> list[int]:
-    """Row ids of stored sequences above `after_rowid`, in order (a backfill's next batch)."""
-    found = rows(conn, "SELECT id FROM sequences WHERE id > ? ORDER BY id LIMIT ?", (after_rowid, limit))
+def sequences_after(conn: apsw.Connection, after_rowid: int, until_ms: int, limit: int) -> list[int]:
+    """Row ids of sequences above `after_rowid` created by `until_ms`, in order (a backfill's next batch).
+
+    A backfill covers what was stored when the thread was created or re-described; sequences
+    started later are matched when they complete, so an open one is never proposed early.
+    """
+    found = rows(
+        conn,
+        "SELECT id FROM sequences WHERE id > ? AND created_at <= ? ORDER BY id LIMIT ?",
+        (after_rowid, until_ms, limit),
+    )
     return [int(r[0]) for r in found]
 
 
