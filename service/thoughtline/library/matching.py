@@ -165,9 +165,14 @@ async def match_pending(
         return 0
     descriptions: _Descriptions | None = None
     made = 0
+    stalled: list[int] = []
     while (plan := await opened.read(_plan)) is not None:
-        # Nothing stored means the thoughts changed meanwhile: match with the vectors there are.
-        if plan.missing and await _embed_missing(opened, embedder(), plan.missing):
+        if plan.missing and plan.missing != stalled:
+            # Always read again after embedding: storing nothing usually means another task (the
+            # drain, a search) stored these vectors first. Only when the same thoughts are still
+            # missing after a try that stored nothing does matching go on without them.
+            if not await _embed_missing(opened, embedder(), plan.missing):
+                stalled = plan.missing
             continue
         texts: dict[str, Vector | None] = {}
         if plan.threads:
