@@ -77,9 +77,8 @@ async def run(copies: int, calls: int) -> None:
             pending_total = await opened.read(
                 lambda c: c.execute("SELECT count(*) FROM thread_proposals").fetchall()[0][0]
             )
-    print(
-        f"store: {thoughts} thoughts, {sum(len(v) for v in ids.values())} sequences, {threads} threads, {pending_total} pending proposals"
-    )
+    sequences = sum(len(v) for v in ids.values())
+    print(f"store: {thoughts} thoughts, {sequences} sequences, {threads} threads, {pending_total} pending proposals")
     print(f"first list (runs all {threads} backfills): {backfill_ms:.0f} ms, {len(first['proposals'])} shown")
     print(f"review_proposals list, warm: p50 {statistics.median(warm):.1f} ms, p95 {_p95(warm):.1f} ms ({calls} calls)")
     print(f"review_proposals list thread=…: p50 {statistics.median(scoped):.1f} ms, p95 {_p95(scoped):.1f} ms")
