@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: serve test lint typecheck bench eval clean
+.PHONY: serve test lint typecheck bench eval eval-threads clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ bench: $(STAMP)
 
 eval: $(STAMP)
 	$(BIN)/python -m bench.eval_locomo
+
+eval-threads: $(STAMP)
+	$(BIN)/python -m bench.eval_threads
+	$(BIN)/python -m bench.thread_latency
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
