@@ -76,6 +76,7 @@ class Score:
     true_positive: int = 0
     false_positive: int = 0
     traps: int = 0
+    trap_pairs: int = 0
     proposals: list[tuple[str, str]] = field(default_factory=list)
 
     @property
@@ -89,7 +90,7 @@ class Score:
 
     def line(self, label: str) -> str:
         return (
-            f"{label}: precision {self.precision:.3f} recall {self.recall:.3f} traps {self.traps} "
+            f"{label}: precision {self.precision:.3f} recall {self.recall:.3f} traps {self.traps} of {self.trap_pairs} "
             f"(proposed {self.true_positive + self.false_positive}, true {self.true_positive}, "
             f"positives {self.positives})"
         )
@@ -101,6 +102,7 @@ def score(data: LabelledSet, proposed: Sequence[tuple[str, str]], members: Mappi
     by_id = {s["id"]: s for s in data.sequences}
     for seq in data.sequences:
         out.positives += len({t for t in data.truth(seq) if seq["id"] not in members.get(t, set())})
+        out.trap_pairs += sum(1 for t in seq["topics"] if data.near.get(t) in data.threads)
     for topic, seq_id in proposed:
         seq = by_id[seq_id]
         if topic in data.truth(seq):
