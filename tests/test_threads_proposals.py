@@ -251,3 +251,24 @@ async def test_a_tampered_cursor_is_refused(app: Served) -> None:
         got, message = await refused(client, "review_proposals", action="list", limit=1, cursor=forged)
     assert got == "invalid_input"
     assert "cursor" in message
+
+
+async def test_listing_with_nothing_to_match_never_loads_the_model(
+    settings: Settings, embedder: MiniLMEmbedder
+) -> None:
+    loads: list[int] = []
+
+    def factory() -> MiniLMEmbedder:
+        loads.append(1)
+        return embedder
+
+    with served(settings, embedder_factory=factory) as app:
+        async with connected(app) as client:
+            empty = await proposals(client)
+            await threads(client)
+            app.clock.advance(0.01)
+            await think(client, "an open sequence, started after the threads")
+            after_create = await proposals(client)
+    assert empty == []
+    assert after_create == []
+    assert loads == []

@@ -175,7 +175,9 @@ async def match_pending(
                 stalled = plan.missing
             continue
         texts: dict[str, Vector | None] = {}
-        if plan.threads:
+        # Descriptions are embedded only when there is something to match (an empty backfill
+        # or a queue with no thread to meet just moves the bookkeeping on, model unloaded).
+        if plan.threads and (plan.queue or plan.batch):
             descriptions = descriptions or _Descriptions(embedder(), cache)
             texts = await descriptions.vectors([t.description for t in plan.threads])
         made += await opened.write(_commit(plan, _decide(plan, texts, tuning)))
