@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from thoughtline.clock import now_ms
 from thoughtline.domain.arguments import coerce_int, coerce_sequence_id, coerce_str, reject_unknown
 from thoughtline.errors import DomainError, invalid
-from thoughtline.library.matching import match_pending
 from thoughtline.library.retrieval import Outcome, hybrid_search
 from thoughtline.mcp.library_schemas import (
     ACTIONS,
@@ -124,6 +123,8 @@ class Library:
                 self._dirty.discard(key)
                 while await self.backfill(opened, limit=64):
                     self._progress.set()
+                from thoughtline.library.matching import match_pending  # numpy: never at start
+
                 await match_pending(opened, self.embedder)  # thread proposals (SPEC §5.3)
         except Exception as exc:  # background work: log the kind, retry on the next commit
             logger.warning("background embedding failed: %s", type(exc).__name__)

@@ -17,8 +17,6 @@ from thoughtline.clock import now_ms
 from thoughtline.domain.arguments import coerce_int, coerce_str, reject_unknown
 from thoughtline.domain.thread_names import check_name
 from thoughtline.errors import DomainError, invalid
-from thoughtline.library.matching import match_pending
-from thoughtline.library.proposals import Vector
 from thoughtline.library.search import make_snippet
 from thoughtline.mcp.proposal_schemas import DEFAULT_LIMIT, MAX_LIMIT, REVIEW_ACTIONS, review_tool
 from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolSpec
@@ -28,6 +26,7 @@ from thoughtline.storage.thoughts import cursor_secret, iso
 
 if TYPE_CHECKING:
     from thoughtline.library.embed import Embedder
+    from thoughtline.library.proposals import Vector
 
 _SALT = "thoughtline.mcp.proposals.v1"
 _PREFIX = "prp_"
@@ -145,7 +144,10 @@ class ProposalTools:
         token = coerce_str(args, "cursor", max_chars=500)
         if thread_name is not None:
             await ctx.store.read(lambda conn: thread_store.require_thread(conn, thread_name))
-        # Listing first finishes pending matching for this user, so the list is complete.
+        # Listing first finishes pending matching for this user, so the list is complete. The
+        # matching module brings numpy, which a cold start must not import (SPEC §7).
+        from thoughtline.library.matching import match_pending
+
         await match_pending(ctx.store, self._embedder, cache=self._descriptions)
 
         def page(conn: apsw.Connection) -> dict[str, Any]:
