@@ -189,7 +189,7 @@ async def evaluate(splits: Sequence[str], sweep: bool) -> None:
             if sweep and split == "dev":
                 from bench.thread_sweep import run_sweep
 
-                run_sweep(data, Path(tmp) / "b-dev", embedder, TUNING)
+                run_sweep(data, embedder, TUNING)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -9,7 +9,6 @@ one from every passage vector (each thought cut into passages as long thoughts a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from thoughtline.library.embed import Embedder
@@ -97,11 +96,10 @@ def flow_b(
     return out
 
 
-def run_sweep(data: LabelledSet, store: Path, embedder: Embedder, current: Tuning) -> None:
+def run_sweep(data: LabelledSet, embedder: Embedder, current: Tuning) -> None:
     """Print, per sequence-vector kind and blend, the best grid point with precision ≥ 0.9 in both flows."""
     from bench.eval_threads import score
 
-    del store  # the replay embeds the labelled texts itself
     names = sorted(data.threads)
     matrix = embedder.embed([data.threads[t].get("description") or "" for t in names])
     desc = {t: unit(matrix[i]) if data.threads[t].get("description") else None for i, t in enumerate(names)}
