@@ -272,3 +272,15 @@ async def test_listing_with_nothing_to_match_never_loads_the_model(
     assert empty == []
     assert after_create == []
     assert loads == []
+
+
+async def test_deleting_a_sequence_removes_its_proposals(app: Served) -> None:
+    async with connected(app) as client:
+        await threads(client)
+        hose = await write(client, HOSE)
+        run = await write(client, RUN)
+        assert len(await proposals(client)) == 2
+        await call(client, "delete_thought_sequence", sequenceId=hose, confirm=True)
+        listed = await proposals(client)
+    assert [p["sequenceId"] for p in listed] == [run]
+    assert app.query("SELECT count(*) FROM thread_proposals")[0][0] == 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
@@ -187,17 +188,17 @@ _PROPOSAL_SELECT = (
 )
 
 
-def _proposal(r: tuple[object, ...]) -> ProposalRow:
+def _proposal(r: tuple[Any, ...]) -> ProposalRow:
     return ProposalRow(
-        rowid=int(str(r[0])),
-        thread_rowid=int(str(r[1])),
+        rowid=int(r[0]),
+        thread_rowid=int(r[1]),
         thread=str(r[2]),
-        sequence_rowid=int(str(r[3])),
+        sequence_rowid=int(r[3]),
         sequence_id=str(r[4]),
         title=str(r[5]),
-        similarity=float(str(r[6])),
+        similarity=float(r[6]),
         evidence=str(r[7]),
-        proposed_at=int(str(r[8])),
+        proposed_at=int(r[8]),
     )
 
 
