@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEV_STAMP := $(VENV)/.dev-installed-stamp
 
-.PHONY: serve test lint typecheck browser-check chromium token bench eval clean
+.PHONY: serve test lint typecheck browser-check chromium token bench eval eval-threads clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
@@ -55,6 +55,11 @@ bench: $(DEV_STAMP)
 
 eval: $(STAMP)
 	$(BIN)/python -m bench.eval_locomo
+	$(BIN)/python -m bench.eval_threads
+
+eval-threads: $(STAMP)
+	$(BIN)/python -m bench.eval_threads
+	$(BIN)/python -m bench.thread_latency
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

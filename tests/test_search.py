@@ -444,6 +444,6 @@ async def test_the_app_lists_library_tools_unless_the_library_is_off(tmp_path: P
                 tools = {t.name: t for t in (await client.list_tools()).tools}
         names[library] = set(tools)
         manage_actions[library] = tools["manage_sequence"].input_schema["properties"]["action"]["enum"]
-    assert names[True] - names[False] == {"search_thoughts", "configure_thread", "thread_briefing"}
+    assert names[True] - names[False] == {"search_thoughts", "configure_thread", "thread_briefing", "review_proposals"}
     assert "list" in manage_actions[True]
     assert "list" not in manage_actions[False]

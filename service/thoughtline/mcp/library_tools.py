@@ -123,6 +123,9 @@ class Library:
                 self._dirty.discard(key)
                 while await self.backfill(opened, limit=64):
                     self._progress.set()
+                from thoughtline.library.matching import match_pending  # numpy: never at start
+
+                await match_pending(opened, self.embedder)  # thread proposals (SPEC §5.3)
         except Exception as exc:  # background work: log the kind, retry on the next commit
             logger.warning("background embedding failed: %s", type(exc).__name__)
 

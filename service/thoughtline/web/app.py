@@ -36,6 +36,7 @@ from thoughtline.library.briefing import Periods
 from thoughtline.mcp import ui_resource
 from thoughtline.mcp.fastpath import DirectToolCalls
 from thoughtline.mcp.library_tools import Library
+from thoughtline.mcp.proposal_tools import ProposalTools
 from thoughtline.mcp.thread_tools import ThreadTools
 from thoughtline.mcp.tools import ToolRegistry, ToolSpec, core_tools
 from thoughtline.oauth import OAuthDoor, build_oauth
@@ -222,6 +223,7 @@ def create_app(
         *core_tools(UI_TOOL_META),
         *library.tools(discovery=settings.library),
         *_thread_tools(settings),
+        *(ProposalTools(library.embedder).tools() if settings.library else []),
         *extras.tools,
     ]
     registry = ToolRegistry(tools, router, clock)

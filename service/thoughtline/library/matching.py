@@ -1,0 +1,184 @@
+"""Matching after commit: completed sequences against active threads, and thread backfills.
+
+`match_pending` is the one entry point. The Library's post-commit drain calls it, and
+`review_proposals list` calls it first so a list is complete (SPEC §5.3). It never runs on the
+write path: writes only queue a completed sequence (`thread_match_queue`) or leave a thread's
+backfill pending (`threads.backfilled_version`). The work goes in bounded steps, each one read
+snapshot, the embedding outside any transaction, and one short write, so the writer is never
+held for long; the steps repeat until nothing is pending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import apsw
+import numpy as np
+
+from thoughtline.library import vectors
+from thoughtline.library.proposals import TUNING, Tuning, Vector, pick, sequence_vector, thread_vector, unit
+from thoughtline.storage import proposals as proposal_store
+from thoughtline.storage import search as search_store
+
+if TYPE_CHECKING:
+    from thoughtline.library.embed import Embedder
+    from thoughtline.storage.router import UserStore
+
+# Sequences matched per step (queued ones, and the next batch of one thread's backfill).
+SCAN = 200
+# A proposal to write: (thread, sequence, similarity, evidence thought, proposed at).
+Row = tuple[int, int, float, int, int]
+# Thoughts of the sequences involved that are embedded per step when their vectors are missing.
+EMBED_BATCH = 256
+
+
+@dataclass
+class _Plan:
+    """One step's snapshot: what to match, against which threads, with which vectors."""
+
+    threads: list[proposal_store.ThreadBasis]
+    members: dict[int, list[int]]
+    queue: list[tuple[int, int]]
+    backfill: proposal_store.ThreadBasis | None
+    batch: list[int]
+    missing: list[int]
+    vectors: dict[int, tuple[list[int], list[bytes]]] = field(default_factory=dict)
+
+
+def _plan(conn: apsw.Connection) -> _Plan | None:
+    queue = proposal_store.queued(conn, SCAN)
+    threads = proposal_store.active_threads(conn)
+    backfill = next((t for t in threads if t.backfill_pending), None)
+    if not queue and backfill is None:
+        return None
+    batch = []
+    if backfill is not None:
+        batch = proposal_store.sequences_after(conn, backfill.backfill_after, backfill.updated_at, SCAN)
+    members = proposal_store.members_of(conn, [t.rowid for t in threads])
+    plan = _Plan(threads, members, queue, backfill, batch, [])
+    if not threads:
+        return plan
+    involved = sorted({s for s, _ in queue} | set(batch) | {s for m in members.values() for s in m})
+    plan.missing = proposal_store.unembedded_thoughts(conn, involved, EMBED_BATCH)
+    grouped: dict[int, tuple[list[int], list[bytes]]] = defaultdict(lambda: ([], []))
+    for seq, thought, blob in proposal_store.thought_vectors(conn, involved):
+        grouped[seq][0].append(thought)
+        grouped[seq][1].append(blob)
+    plan.vectors = dict(grouped)
+    return plan
+
+
+def _matrix(blobs: Sequence[bytes]) -> np.ndarray:
+    return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+
+
+async def _embed_missing(opened: UserStore, embedder: Embedder, thought_ids: Sequence[int]) -> int:
+    pending = await opened.read(lambda conn: search_store.pending_thoughts(conn, thought_ids))
+    rows = await asyncio.to_thread(vectors.embed_pending, embedder, pending)
+    return await opened.write(lambda conn: search_store.store_vectors(conn, rows))
+
+
+# A shared description cache is cleared when it grows past this many texts.
+CACHE_MAX = 4_096
+
+
+class _Descriptions:
+    """Description embeddings, computed once per `match_pending` call (or kept in a shared cache)."""
+
+    def __init__(self, embedder: Embedder, known: dict[str, Vector | None] | None) -> None:
+        self._embedder = embedder
+        self._known: dict[str, Vector | None] = {} if known is None else known
+        if len(self._known) > CACHE_MAX:
+            self._known.clear()
+
+    async def vectors(self, texts: Sequence[str]) -> dict[str, Vector | None]:
+        new = sorted({t for t in texts if t not in self._known and t.strip()})
+        if new:
+            matrix = await asyncio.to_thread(self._embedder.embed, new)
+            self._known.update({text: unit(matrix[i]) for i, text in enumerate(new)})
+        return {t: self._known.get(t) for t in texts}
+
+
+def _decide(plan: _Plan, descriptions: dict[str, Vector | None], tuning: Tuning) -> list[Row]:
+    """The proposals of one step."""
+    seq_vectors: dict[int, Vector] = {}
+    for seq, (_, blobs) in plan.vectors.items():
+        v = sequence_vector(_matrix(blobs))
+        if v is not None:
+            seq_vectors[seq] = v
+    thread_vectors: dict[int, Vector] = {}
+    for t in plan.threads:
+        members = [seq_vectors[s] for s in plan.members.get(t.rowid, []) if s in seq_vectors]
+        v = thread_vector(descriptions.get(t.description), members, tuning.blend_k)
+        if v is not None:
+            thread_vectors[t.rowid] = v
+    out: list[Row] = []
+
+    def match(seq: int) -> tuple[int, float, int] | None:
+        if seq not in plan.vectors:
+            return None
+        ids, blobs = plan.vectors[seq]
+        chosen = pick(thread_vectors, ids, _matrix(blobs), tuning)
+        return None if chosen is None else (chosen.thread, chosen.similarity, chosen.evidence_thought)
+
+    # A completed sequence is proposed when it was written; a backfilled one when the thread was.
+    for seq, queued_at in plan.queue:
+        if (found := match(seq)) is not None:
+            out.append((found[0], seq, found[1], found[2], queued_at))
+    if plan.backfill is not None:
+        for seq in plan.batch:
+            found = match(seq)
+            if found is not None and found[0] == plan.backfill.rowid:
+                out.append((found[0], seq, found[1], found[2], plan.backfill.updated_at))
+    return out
+
+
+def _commit(plan: _Plan, picks: Sequence[Row]) -> Callable[[apsw.Connection], int]:
+    def write(conn: apsw.Connection) -> int:
+        made = proposal_store.record_proposals(conn, picks)
+        proposal_store.dequeue(conn, plan.queue)
+        if plan.backfill is not None:
+            after = plan.batch[-1] if plan.batch else plan.backfill.backfill_after
+            proposal_store.advance_backfill(conn, plan.backfill, after, done=len(plan.batch) < SCAN)
+        return made
+
+    return write
+
+
+async def match_pending(
+    opened: UserStore,
+    embedder: Callable[[], Embedder],
+    tuning: Tuning = TUNING,
+    cache: dict[str, Vector | None] | None = None,
+) -> int:
+    """Finish every pending match of one store; returns how many proposals were made.
+
+    Cheap when nothing is pending (one read, no model load). Missing vectors of the sequences
+    involved are embedded first, in bounded batches. `cache` keeps description embeddings
+    across calls (text -> vector, for one embedder).
+    """
+    if not await opened.read(proposal_store.has_pending_work):
+        return 0
+    descriptions: _Descriptions | None = None
+    made = 0
+    stalled: list[int] = []
+    while (plan := await opened.read(_plan)) is not None:
+        if plan.missing and plan.missing != stalled:
+            # Always read again after embedding: storing nothing usually means another task (the
+            # drain, a search) stored these vectors first. Only when the same thoughts are still
+            # missing after a try that stored nothing does matching go on without them.
+            if not await _embed_missing(opened, embedder(), plan.missing):
+                stalled = plan.missing
+            continue
+        texts: dict[str, Vector | None] = {}
+        # Descriptions are embedded only when there is something to match (an empty backfill
+        # or a queue with no thread to meet just moves the bookkeeping on, model unloaded).
+        if plan.threads and (plan.queue or plan.batch):
+            descriptions = descriptions or _Descriptions(embedder(), cache)
+            texts = await descriptions.vectors([t.description for t in plan.threads])
+        made += await opened.write(_commit(plan, _decide(plan, texts, tuning)))
+    return made

@@ -1,0 +1,90 @@
+"""Declaration of `review_proposals` (SPEC §5.3): its actions, input and output schemas.
+
+Nullable fields use `anyOf` with a null branch rather than a list-valued `type`, which some
+clients reject.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+
+from thoughtline.domain.thread_names import MAX_NAME
+
+REVIEW_ACTIONS = ("list", "accept", "reject")
+MAX_LIMIT = 50
+DEFAULT_LIMIT = 20
+PROPOSAL_ID_PATTERN = "^prp_[1-9][0-9]{0,17}$"
+
+REVIEW_DESCRIPTION = """Review suggested thread memberships: sequences whose content matches a thread.
+
+action: list (thread optional, cursor, limit ≤ 50) | accept (proposalId) | reject (proposalId).
+Suggestions are made after a sequence completes and when a thread is created or re-described;
+nothing joins a thread until you accept it. Accept adds the sequence to the thread; reject
+records the pair so it is never suggested again."""
+
+PROPOSAL_OBJECT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "proposalId": {"type": "string"},
+        "thread": {"type": "string"},
+        "sequenceId": {"type": "string"},
+        "title": {"type": "string"},
+        "similarity": {"type": "number"},
+        "evidence": {"type": "string"},
+        "proposedAt": {"type": "string"},
+    },
+    "required": ["proposalId", "thread", "sequenceId", "title", "similarity", "evidence", "proposedAt"],
+}
+
+
+def review_tool() -> types.Tool:
+    """The `review_proposals` declaration."""
+    return types.Tool(
+        name="review_proposals",
+        title="Review thread proposals",
+        description=REVIEW_DESCRIPTION,
+        input_schema={
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": list(REVIEW_ACTIONS)},
+                "thread": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_NAME,
+                    "description": "With list: only this thread's proposals (any letter case).",
+                },
+                "cursor": {"type": "string", "description": "With list: nextCursor of the previous page."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+                "proposalId": {
+                    "type": "string",
+                    "pattern": PROPOSAL_ID_PATTERN,
+                    "description": "With accept / reject: the proposalId from list.",
+                },
+            },
+            "required": ["action"],
+            "additionalProperties": False,
+        },
+        output_schema={
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": list(REVIEW_ACTIONS)},
+                "proposals": {"type": "array", "items": PROPOSAL_OBJECT},
+                "nextCursor": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                "proposalId": {"type": "string"},
+                "thread": {"type": "string"},
+                "sequenceId": {"type": "string"},
+                "member": {"type": "boolean"},
+                "addedBy": {"type": "string", "enum": ["review"]},
+            },
+            "required": ["action"],
+        },
+        annotations=types.ToolAnnotations(
+            title="Review thread proposals",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
+        ),
+    )
