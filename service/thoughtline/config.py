@@ -65,6 +65,9 @@ class Settings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     idle_store_seconds: float = 300.0
     log_level: str = "info"
+    # Work after a response (embedding new thoughts after their commit). Off on Lambda, which
+    # freezes the process after each response: a frozen write would hold the store's lock.
+    background_work: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -83,6 +86,14 @@ class Settings:
             raise SettingsError(
                 f"THOUGHTLINE_PUBLIC_URL={public_url!r} must be an absolute http(s) URL, "
                 "e.g. https://thoughts.example.com"
+            )
+        # Lambda sets AWS_LAMBDA_FUNCTION_NAME in every function's environment.
+        background_default = "off" if environ.get("AWS_LAMBDA_FUNCTION_NAME") else "on"
+        background = environ.get("THOUGHTLINE_BACKGROUND", "").strip().lower() or background_default
+        if background not in ("on", "off"):
+            raise SettingsError(
+                f"THOUGHTLINE_BACKGROUND={background!r} must be 'on' (embed after commits) or 'off' "
+                "(embed when a search needs it; the default on Lambda)."
             )
         token = environ.get("MCP_API_TOKEN", "").strip() or None
         owner = environ.get("THOUGHTLINE_OWNER", "").strip() or None
@@ -105,6 +116,7 @@ class Settings:
             library=library == "on",
             max_body_bytes=_int(environ, "THOUGHTLINE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1024),
             log_level=environ.get("THOUGHTLINE_LOG_LEVEL", "").strip().lower() or "info",
+            background_work=background == "on",
         )
 
     @property

@@ -205,7 +205,11 @@ def create_app(
         resources={ui_resource.PROCESS_URI: app_resource(), **extras.resources},
         extensions={APPS_EXTENSION: {"mimeTypes": [ui_resource.APP_MIME]}, **extras.extensions},
     )
-    library = Library(embedder_factory) if embedder_factory is not None else Library()
+    library = (
+        Library(embedder_factory, background=settings.background_work)
+        if embedder_factory is not None
+        else Library(background=settings.background_work)
+    )
     router.on_open.append(library.attach)
     router.on_close.append(library.detach)
     tools = [*core_tools(UI_TOOL_META), *library.tools(discovery=settings.library), *extras.tools]
@@ -280,7 +284,7 @@ def create_app(
                 sweeper.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await sweeper
-                await library.idle()
+                await library.close()  # one running batch, not the whole backlog
                 await router.close_all()
                 if oauth_door is not None:
                     await oauth_door.aclose()
