@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from thoughtline.disk import MOUNTINFO, ephemeral_reason
+
 MIN_TOKEN_LENGTH = 32
 DEFAULT_MAX_BODY_BYTES = 1_048_576
 
@@ -68,10 +70,16 @@ class Settings:
     # Work after a response (embedding new thoughts after their commit). Off on Lambda, which
     # freezes the process after each response: a frozen write would hold the store's lock.
     background_work: bool = True
+    # Set when the stores sit on a disk lost with the instance (`disk.py`); /healthz says durable: false.
+    ephemeral_storage: str | None = None
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> Settings:
-        """Build settings from environment variables, refusing values that cannot work."""
+    def from_env(cls, environ: Mapping[str, str], mountinfo: str | None = None) -> Settings:
+        """Build settings from environment variables, refusing values that cannot work.
+
+        `mountinfo` is the process's mount table (read only on Cloud Run, to tell a mounted
+        volume from the instance's in-memory disk).
+        """
         journal = environ.get("THOUGHTLINE_JOURNAL", "wal").strip().lower() or "wal"
         if journal not in ("wal", "truncate"):
             raise SettingsError(
@@ -95,10 +103,14 @@ class Settings:
                 f"THOUGHTLINE_BACKGROUND={background!r} must be 'on' (embed after commits) or 'off' "
                 "(embed when a search needs it; the default on Lambda)."
             )
+        storage = environ.get("THOUGHTLINE_STORAGE", "").strip().lower() or "auto"
+        if storage not in ("auto", "durable", "ephemeral"):
+            raise SettingsError(f"THOUGHTLINE_STORAGE={storage!r} must be 'auto' (detect), 'durable' or 'ephemeral'.")
+        data_dir = environ.get("THOUGHTLINE_DATA_DIR", "").strip() or "./data"
         token = environ.get("MCP_API_TOKEN", "").strip() or None
         owner = environ.get("THOUGHTLINE_OWNER", "").strip() or None
         return cls(
-            data_dir=Path(environ.get("THOUGHTLINE_DATA_DIR", "").strip() or "./data"),
+            data_dir=Path(data_dir),
             host=environ.get("HOST", "").strip() or "127.0.0.1",
             port=_int(environ, "PORT", 8000, minimum=0),
             api_token=token,
@@ -117,6 +129,12 @@ class Settings:
             max_body_bytes=_int(environ, "THOUGHTLINE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1024),
             log_level=environ.get("THOUGHTLINE_LOG_LEVEL", "").strip().lower() or "info",
             background_work=background == "on",
+            ephemeral_storage=ephemeral_reason(
+                str(Path(data_dir).absolute()),
+                declared=storage,
+                on_cloud_run=bool(environ.get("K_SERVICE")),
+                mountinfo=mountinfo,
+            ),
         )
 
     @property
@@ -143,4 +161,10 @@ class Settings:
 
 def settings_from_process_env() -> Settings:
     """Read the real process environment; the only call site of `os.environ` in the package."""
-    return Settings.from_env(os.environ)
+    mountinfo = None
+    if os.environ.get("K_SERVICE"):  # Cloud Run: is the data directory on a mounted volume?
+        try:
+            mountinfo = Path(MOUNTINFO).read_text()
+        except OSError:
+            mountinfo = ""
+    return Settings.from_env(os.environ, mountinfo)

@@ -247,11 +247,12 @@ def create_app(
                     "oauth-protected-resource": "/.well-known/oauth-protected-resource/mcp",
                 },
                 "tools": [tool.name for tool in registry.tools],
+                **_durability(settings),
             }
         )
 
     async def healthz(request: Request) -> JSONResponse:
-        body: dict[str, Any] = {"ok": True, "version": __version__}
+        body: dict[str, Any] = {"ok": True, "version": __version__, "durable": settings.ephemeral_storage is None}
         if request.query_params.get("deep") not in (None, "", "0", "false"):
             principal, sent = await authenticator.principal(request.scope, "/mcp")
             if principal is None:
@@ -274,6 +275,8 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if settings.ephemeral_storage is not None:
+            logger.warning("NOT DURABLE: %s", settings.ephemeral_storage)
         async with contextlib.AsyncExitStack() as stack:
             for manager in managers.values():
                 await stack.enter_async_context(manager.run())
@@ -314,6 +317,16 @@ def create_app(
     app.state.library = library
     app.state.direct_tool_calls = direct
     return app
+
+
+def _durability(settings: Settings) -> dict[str, Any]:
+    """What `GET /` says about the disk: a loud warning when the stores would not survive."""
+    if settings.ephemeral_storage is None:
+        return {"durable": True}
+    return {
+        "durable": False,
+        "warning": f"Not durable: {settings.ephemeral_storage}. Thoughts stored here will be lost.",
+    }
 
 
 async def _sweep(router: StoreRouter) -> None:
