@@ -13,17 +13,16 @@ import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs; only safe_load is used
 
 ROOT = Path(__file__).resolve().parents[1]
 SAM_TEMPLATE = ROOT / "infra" / "aws" / "template.yaml"
 DOCKERFILE = ROOT / "infra" / "cloudrun" / "Dockerfile"
 CONFIG_SOURCE = (ROOT / "service" / "thoughtline" / "config.py").read_text()
-WORKFLOWS = ROOT / ".github" / "workflows"
 
 
 class _CloudFormationLoader(yaml.SafeLoader):  # type: ignore[misc]  # untyped base class
@@ -228,14 +227,20 @@ def test_container_installs_with_the_pinned_constraints() -> None:
     assert "THOUGHTLINE_DATA_DIR=/data" in text
 
 
-@pytest.mark.parametrize("name", ["ci.yml", "release.yml"])
-def test_workflows_are_valid_yaml_with_jobs(name: str) -> None:
-    workflow = yaml.safe_load((WORKFLOWS / name).read_text())
-    assert workflow["jobs"]
-    # PyYAML reads the bare key `on` as the boolean True (YAML 1.1).
-    assert workflow.get("on", workflow.get(True))
+def test_server_json_records_the_repository_and_the_remote_authorization_header() -> None:
+    server = json.loads((ROOT / "server.json").read_text())
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        urls = tomllib.load(handle)["project"]["urls"]
+    assert server["repository"] == {"url": urls["Repository"], "source": "github"}
+    assert server["name"] == "io.github." + urls["Repository"].removeprefix("https://github.com/").lower()
+    (remote,) = server["remotes"]
+    assert [(h["name"], h["isRequired"], h["isSecret"]) for h in remote["headers"]] == [("Authorization", True, True)]
 
 
-def test_ci_runs_the_same_command_as_a_laptop() -> None:
-    steps = yaml.safe_load((WORKFLOWS / "ci.yml").read_text())["jobs"]["test"]["steps"]
-    assert any(step.get("run") == "bash .ci/run" for step in steps)
+def test_server_json_gives_no_data_dir_relative_to_where_a_client_starts_the_server() -> None:
+    variables = {
+        v["name"]: v for v in json.loads((ROOT / "server.json").read_text())["packages"][0]["environmentVariables"]
+    }
+    data_dir = variables["THOUGHTLINE_DATA_DIR"]
+    assert "default" not in data_dir
+    assert data_dir["isRequired"] is True
