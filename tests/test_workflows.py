@@ -78,7 +78,8 @@ def test_the_mcp_publisher_download_is_checked_against_a_pinned_sha256() -> None
 
 def test_deploy_runs_on_tested_pushes_to_main_with_oidc_and_no_stored_keys() -> None:
     deploy = workflow("deploy.yml")
-    trigger = deploy.get("on", deploy.get(True))  # PyYAML reads the bare key `on` as True
+    keys: dict[Any, Any] = deploy
+    trigger: dict[str, Any] = keys["on"] if "on" in keys else keys[True]  # PyYAML reads `on` as True
     assert trigger["workflow_run"] == {"workflows": ["ci"], "types": ["completed"], "branches": ["main"]}
     check = deploy["jobs"]["check"]
     assert "conclusion == 'success'" in check["if"]

@@ -203,8 +203,11 @@ class AfterCommitWork:
         """
         key = str(opened.path)
         failed = self._failed_at.get(key)
-        if self._claim(opened).locked() or (
-            failed is not None and self._monotonic() - failed < RETRY_AFTER_FAILURE_SECONDS
+        running = self._running.get(key)
+        if (
+            self._claim(opened).locked()
+            or (running is not None and not running.done())  # between two background batches
+            or (failed is not None and self._monotonic() - failed < RETRY_AFTER_FAILURE_SECONDS)
         ):
             return 0
         deadline = self._monotonic() + self._inline_budget
