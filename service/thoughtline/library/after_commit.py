@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 # A search embeds missing thoughts itself only in small batches and within a budget: at most this
 # many thoughts per search, and no new batch once the budget is spent (a MiniLM batch of 32 takes
-# ~0.3 s on two cores). The rest stays findable by keyword and is embedded later (issue 11: a
+# ~0.36 s on two cores). The rest stays findable by keyword and is embedded later (issue 11: a
 # 512-thought inline batch made every search under write load take 7-13 s).
 INLINE_MAX = 128
 INLINE_BUDGET_SECONDS = 1.0
@@ -211,13 +211,16 @@ class AfterCommitWork:
         ):
             return 0
         deadline = self._monotonic() + self._inline_budget
-        done = 0
+        done, last_batch = 0, 0.0
         try:
-            while done < self._inline_max and self._monotonic() < deadline:
+            # No new batch unless one as long as the last still fits in the budget.
+            while done < self._inline_max and self._monotonic() + last_batch < deadline:
+                started = self._monotonic()
                 stored = await self.backfill(opened, limit=min(BATCH, self._inline_max - done))
                 if not stored:
                     break
                 done += stored
+                last_batch = self._monotonic() - started
         except (StorageError, apsw.Error) as exc:  # a cache write failed; the search still answers
             self._failed_at[key] = self._monotonic()
             logger.warning("search answered without new vectors: the vector write failed (%s)", type(exc).__name__)
