@@ -6,6 +6,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEV_STAMP := $(VENV)/.dev-installed-stamp
+# The SAM CLI pins click and pydantic versions the service cannot use: it gets a venv of its own.
+SAM_VENV := $(VENV)/tools/sam
+SAM_STAMP := $(SAM_VENV)/.installed-stamp
 
 .PHONY: serve test lint typecheck browser-check chromium token bench eval eval-threads clean
 
@@ -25,6 +28,10 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 $(DEV_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $(DEV_STAMP)
+$(SAM_STAMP): infra/aws/sam-requirements.txt $(STAMP)
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/python -m pip install -q -r infra/aws/sam-requirements.txt
+	touch $(SAM_STAMP)
 
 serve: $(STAMP)
 	$(BIN)/thoughtline serve
@@ -47,7 +54,8 @@ typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
 # The browser check comes first: before anything is installed, linted or run.
-test: browser-check lint typecheck
+# $(SAM_STAMP): tests/test_infra.py runs `sam validate --lint` offline from that venv.
+test: browser-check lint typecheck $(SAM_STAMP)
 	$(BIN)/pytest --cov=thoughtline --cov-report=term:skip-covered --cov-fail-under=85
 
 bench: $(DEV_STAMP)

@@ -90,6 +90,10 @@ SAMPLES = {
     "THOUGHTLINE_HEADER_TIMEOUT_SECONDS": "5",
     "THOUGHTLINE_BODY_TIMEOUT_SECONDS": "15",
     "THOUGHTLINE_REGISTRATIONS_PER_HOUR": "5",
+    "THOUGHTLINE_BACKGROUND": "off",
+    "THOUGHTLINE_STORAGE": "ephemeral",
+    "AWS_LAMBDA_FUNCTION_NAME": "thoughtline",
+    "K_SERVICE": "thoughtline",
 }
 # Settings fields no environment variable sets (tests and embedding code pass them directly).
 INTERNAL_FIELDS = {"idle_store_seconds"}

@@ -49,14 +49,19 @@ def http_event(
     path: str,
     *,
     host: str = URL_HOST,
+    domain: str | None = None,
     headers: dict[str, str] | None = None,
     body: bytes | None = None,
     base64_body: bool = False,
     query: str = "",
     function_url: bool = True,
 ) -> dict[str, Any]:
-    """A payload-2.0 event as a Function URL (or, with `function_url=False`, an HTTP API) sends it."""
-    api_id = host.split(".", 1)[0]
+    """A payload-2.0 event as a Function URL (or, with `function_url=False`, an HTTP API) sends it.
+
+    `host` is the Host header a client sent; `domain` the name Lambda routed by (default: the same).
+    """
+    domain = domain or host
+    api_id = domain.split(".", 1)[0]
     event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": "$default",
@@ -74,7 +79,7 @@ def http_event(
         "requestContext": {
             "accountId": "anonymous" if function_url else "123456789012",
             "apiId": api_id,
-            "domainName": host,
+            "domainName": domain,
             "domainPrefix": api_id,
             "http": {
                 "method": method,
@@ -243,8 +248,55 @@ def test_sdk_session_path_serves_every_warm_invocation(handler: LambdaHandler) -
 
 
 def test_a_foreign_host_is_refused(handler: LambdaHandler) -> None:
-    response = handler(http_event("GET", "/healthz", host="evil.example"), LambdaContext())
+    response = handler(http_event("GET", "/healthz", host="evil.example", domain=URL_HOST), LambdaContext())
     assert response["statusCode"] == 403
+
+
+@pytest.fixture
+def first_deploy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LambdaHandler]:
+    """The template's environment on its first deploy: no public URL, no extra host names."""
+    monkeypatch.setenv("MCP_API_TOKEN", TOKEN)
+    monkeypatch.setenv("THOUGHTLINE_DATA_DIR", str(tmp_path / "mnt-thoughtline"))
+    monkeypatch.setenv("THOUGHTLINE_JOURNAL", "truncate")
+    monkeypatch.setenv("THOUGHTLINE_PUBLIC_URL", "")
+    monkeypatch.delenv("ALLOWED_HOSTNAMES", raising=False)
+    fresh = LambdaHandler()
+    try:
+        yield fresh
+    finally:
+        fresh.close()
+
+
+def test_the_first_deploy_answers_on_its_function_url_and_names_itself_by_it(first_deploy: LambdaHandler) -> None:
+    health = first_deploy(http_event("GET", "/healthz"), LambdaContext())
+    assert health["statusCode"] == 200
+    written = first_deploy(mcp_post(tools_call("sequentialthinking", FIRST_THOUGHT)), LambdaContext())
+    assert json_body(written)["result"]["structuredContent"]["thoughtNumber"] == 1
+    challenge = first_deploy(mcp_post(tools_call("sequentialthinking", FIRST_THOUGHT), token=None), LambdaContext())
+    assert challenge["statusCode"] == 401
+    assert f'resource_metadata="https://{URL_HOST}/' in challenge["headers"]["www-authenticate"]
+
+
+def test_the_first_deploy_still_refuses_a_foreign_host(first_deploy: LambdaHandler) -> None:
+    assert first_deploy(http_event("GET", "/healthz"), LambdaContext())["statusCode"] == 200
+    foreign = first_deploy(http_event("GET", "/healthz", host="evil.example", domain=URL_HOST), LambdaContext())
+    assert foreign["statusCode"] == 403
+    assert (
+        first_deploy(http_event("GET", "/healthz", host=API_HOST, domain=URL_HOST), LambdaContext())["statusCode"]
+        == 403
+    )  # only the routed name, not any AWS host
+
+
+def test_a_cold_start_on_a_foreign_host_does_not_open_the_door_to_it(first_deploy: LambdaHandler) -> None:
+    first = first_deploy(http_event("GET", "/healthz", host="evil.example", domain=URL_HOST), LambdaContext())
+    assert first["statusCode"] == 403
+    assert first_deploy(http_event("GET", "/healthz"), LambdaContext())["statusCode"] == 200
+
+
+def test_a_container_never_schedules_work_after_a_response(first_deploy: LambdaHandler) -> None:
+    first_deploy(http_event("GET", "/healthz"), LambdaContext())
+    assert first_deploy.container is not None
+    assert first_deploy.container.app.state.library.background is False
 
 
 def test_after_close_the_next_invocation_builds_a_fresh_container_on_the_same_data(handler: LambdaHandler) -> None:

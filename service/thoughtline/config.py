@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from thoughtline.disk import MOUNTINFO, ephemeral_reason
 from thoughtline.identity import login_key
 
 MIN_TOKEN_LENGTH = 32
@@ -89,10 +90,19 @@ class Settings:
     header_timeout_seconds: int = 10
     body_timeout_seconds: int = 30
     registrations_per_hour: int = 20
+    # Work after a response (embedding new thoughts after their commit). Off on Lambda, which
+    # freezes the process after each response: a frozen write would hold the store's lock.
+    background_work: bool = True
+    # Set when the stores sit on a disk lost with the instance (`disk.py`); /healthz says durable: false.
+    ephemeral_storage: str | None = None
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> Settings:
-        """Build settings from environment variables, refusing values that cannot work."""
+    def from_env(cls, environ: Mapping[str, str], mountinfo: str | None = None) -> Settings:
+        """Build settings from environment variables, refusing values that cannot work.
+
+        `mountinfo` is the process's mount table (read only on Cloud Run, to tell a mounted
+        volume from the instance's in-memory disk).
+        """
         journal = environ.get("THOUGHTLINE_JOURNAL", "wal").strip().lower() or "wal"
         if journal not in ("wal", "truncate"):
             raise SettingsError(
@@ -108,6 +118,18 @@ class Settings:
                 f"THOUGHTLINE_PUBLIC_URL={public_url!r} must be an absolute http(s) URL, "
                 "e.g. https://thoughts.example.com"
             )
+        # Lambda sets AWS_LAMBDA_FUNCTION_NAME in every function's environment.
+        background_default = "off" if environ.get("AWS_LAMBDA_FUNCTION_NAME") else "on"
+        background = environ.get("THOUGHTLINE_BACKGROUND", "").strip().lower() or background_default
+        if background not in ("on", "off"):
+            raise SettingsError(
+                f"THOUGHTLINE_BACKGROUND={background!r} must be 'on' (embed after commits) or 'off' "
+                "(embed when a search needs it; the default on Lambda)."
+            )
+        storage = environ.get("THOUGHTLINE_STORAGE", "").strip().lower() or "auto"
+        if storage not in ("auto", "durable", "ephemeral"):
+            raise SettingsError(f"THOUGHTLINE_STORAGE={storage!r} must be 'auto' (detect), 'durable' or 'ephemeral'.")
+        data_dir = environ.get("THOUGHTLINE_DATA_DIR", "").strip() or "./data"
         token = environ.get("MCP_API_TOKEN", "").strip() or None
         if token is not None and len(token) < MIN_TOKEN_LENGTH:
             # Unset is a closed door; set but short is a mistake whose printed connect command can never work.
@@ -130,7 +152,7 @@ class Settings:
                 '(https://api.github.com/users/<login> shows it as "id").'
             )
         return cls(
-            data_dir=Path(environ.get("THOUGHTLINE_DATA_DIR", "").strip() or "./data"),
+            data_dir=Path(data_dir),
             host=environ.get("HOST", "").strip() or "127.0.0.1",
             port=_int(environ, "PORT", 8000, minimum=0),
             api_token=token,
@@ -155,6 +177,13 @@ class Settings:
             header_timeout_seconds=_int(environ, "THOUGHTLINE_HEADER_TIMEOUT_SECONDS", 10, minimum=1),
             body_timeout_seconds=_int(environ, "THOUGHTLINE_BODY_TIMEOUT_SECONDS", 30, minimum=1),
             registrations_per_hour=_int(environ, "THOUGHTLINE_REGISTRATIONS_PER_HOUR", 20, minimum=1),
+            background_work=background == "on",
+            ephemeral_storage=ephemeral_reason(
+                str(Path(data_dir).absolute()),
+                declared=storage,
+                on_cloud_run=bool(environ.get("K_SERVICE")),
+                mountinfo=mountinfo,
+            ),
         )
 
     @property
@@ -181,4 +210,10 @@ class Settings:
 
 def settings_from_process_env() -> Settings:
     """Read the real process environment; the only call site of `os.environ` in the package."""
-    return Settings.from_env(os.environ)
+    mountinfo = None
+    if os.environ.get("K_SERVICE"):  # Cloud Run: is the data directory on a mounted volume?
+        try:
+            mountinfo = Path(MOUNTINFO).read_text()
+        except OSError:
+            mountinfo = ""
+    return Settings.from_env(os.environ, mountinfo)

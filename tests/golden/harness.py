@@ -91,12 +91,17 @@ class LibraryHarness:
 
 
 @asynccontextmanager
-async def library_harness(data_dir: Path, embedder: Embedder, discovery: bool = True) -> AsyncIterator[LibraryHarness]:
-    """A harness whose stores live in `data_dir`; closes every store at the end."""
+async def library_harness(
+    data_dir: Path, embedder: Embedder, discovery: bool = True, **library_options: Any
+) -> AsyncIterator[LibraryHarness]:
+    """A harness whose stores live in `data_dir`; closes every store at the end.
+
+    `library_options` go to `Library` (e.g. `background=False`, as on Lambda).
+    """
     clock = FixedClock()
     typed_clock: Clock = clock
     router = StoreRouter(data_dir, "wal", typed_clock)
-    library = Library(lambda: embedder)
+    library = Library(lambda: embedder, **library_options)
     router.on_open.append(library.attach)
     router.on_close.append(library.detach)
     registry = ToolRegistry([*core_tools(), *library.tools(discovery)], router, typed_clock)

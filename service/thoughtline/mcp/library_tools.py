@@ -1,23 +1,21 @@
 """The library's MCP tools: `search_thoughts` and `manage_sequence` (SPEC §5, issue 5).
 
 Thin adapters in the shape of `tools.py`: parse arguments, run one store function in a read
-snapshot or the writer, shape text + structured output. `Library` holds the process-wide parts
-of search (the lazily loaded embedder, in-memory vector indexes of large stores, background
-embedding after commits).
+snapshot or the writer, shape text + structured output. `Library` adds them to the process-wide
+parts of search in `library/after_commit.py` (the lazily loaded embedder, in-memory vector
+indexes of large stores, embedding after commits or at query time).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from thoughtline.clock import now_ms
 from thoughtline.domain.arguments import coerce_int, coerce_sequence_id, coerce_str, reject_unknown
 from thoughtline.errors import DomainError, invalid
+from thoughtline.library.after_commit import AfterCommitWork
 from thoughtline.library.retrieval import Outcome, hybrid_search
 from thoughtline.mcp.library_schemas import (
     ACTIONS,
@@ -35,139 +33,11 @@ from thoughtline.storage import search as search_store
 from thoughtline.storage import thoughts as store
 from thoughtline.storage.search import STATUSES, SearchFilters
 
-if TYPE_CHECKING:
-    from thoughtline.library.embed import Embedder
-    from thoughtline.library.vectors import VectorIndex
-    from thoughtline.storage.router import UserStore
-
-logger = logging.getLogger(__name__)
-
-# At most this many missing vectors are embedded inside one search call (~5 s on two cores);
-# the rest are left to the background task so a search never stalls on a large import.
-INLINE_BACKFILL = 512
-# Below this many vectors sqlite-vec's KNN is fast enough (~8 ms at 10k); above it the store's
-# vectors are kept as one numpy matrix in memory (~7 ms at 100k, issue 5).
-INDEX_MIN_VECTORS = 20_000
 TARGET_STATUS = {"pause": "paused", "resume": "active", "complete": "completed", "abandon": "abandoned"}
 
 
-def _default_embedder() -> Embedder:
-    from thoughtline.library.embed import MiniLMEmbedder
-
-    return MiniLMEmbedder()
-
-
-class Library:
-    """Process-wide search state shared by every store of one app.
-
-    The embedder is created on the first search, never at start or on a write. Once it exists,
-    commits schedule background embedding of the new thoughts; before that, a search embeds
-    whatever is missing itself.
-    """
-
-    def __init__(
-        self,
-        embedder_factory: Callable[[], Embedder] = _default_embedder,
-        *,
-        index_min_vectors: int = INDEX_MIN_VECTORS,
-    ) -> None:
-        self._factory = embedder_factory
-        self._index_min = index_min_vectors
-        self._embedder: Embedder | None = None
-        self._indexes: dict[str, VectorIndex] = {}
-        self._running: dict[str, asyncio.Task[None]] = {}
-        self._dirty: set[str] = set()
-        self._progress = asyncio.Event()
-
-    def embedder(self) -> Embedder:
-        """The embedder, created on first use."""
-        if self._embedder is None:
-            self._embedder = self._factory()
-        return self._embedder
-
-    def attach(self, opened: UserStore) -> None:
-        """Hook a freshly opened store (register with `StoreRouter.on_open`, on the event loop)."""
-        loop = asyncio.get_running_loop()
-
-        def committed(s: UserStore) -> None:
-            # Runs on the writer thread right after COMMIT: hop to the loop, never block, never
-            # raise (an exception here would escape into the writer). A closed loop means the
-            # app is shutting down; the queue keeps the work for the next search or reindex.
-            if self._embedder is not None:
-                with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(self._kick, s)
-
-        opened.after_commit.append(committed)
-
-    @property
-    def indexed_stores(self) -> int:
-        """How many stores currently have their vectors held in memory."""
-        return len(self._indexes)
-
-    def detach(self, opened: UserStore) -> None:
-        """Forget a closing store's in-memory vectors (register with `StoreRouter.on_close`)."""
-        self._indexes.pop(str(opened.path), None)
-
-    def _kick(self, opened: UserStore) -> None:
-        key = str(opened.path)
-        self._dirty.add(key)
-        running = self._running.get(key)
-        # A finished task may still be listed (its done-callback runs later); start a fresh one.
-        if running is None or running.done():
-            self._running[key] = asyncio.create_task(self._drain(opened))
-
-    async def _drain(self, opened: UserStore) -> None:
-        key = str(opened.path)
-        try:
-            while key in self._dirty:
-                self._dirty.discard(key)
-                while await self.backfill(opened, limit=64):
-                    self._progress.set()
-                from thoughtline.library.matching import match_pending  # numpy: never at start
-
-                await match_pending(opened, self.embedder)  # thread proposals (SPEC §5.3)
-        except Exception as exc:  # background work: log the kind, retry on the next commit
-            logger.warning("background embedding failed: %s", type(exc).__name__)
-
-    async def idle(self) -> None:
-        """Wait until background embedding has caught up (tests, graceful shutdown)."""
-        while pending := [t for t in self._running.values() if not t.done()]:
-            await asyncio.gather(*pending, return_exceptions=True)
-
-    async def caught_up(self, opened: UserStore) -> None:
-        """Wait until every committed thought of `opened` has a vector (wrap it in a timeout).
-
-        The commit hook reaches the event loop from the writer thread, possibly after the write's
-        caller has already resumed, so waiting for running tasks alone could miss it.
-        """
-        while await opened.read(search_store.pending_count):
-            self._progress.clear()
-            if not await opened.read(search_store.pending_count):
-                return
-            await self._progress.wait()
-
-    async def backfill(self, opened: UserStore, limit: int = INLINE_BACKFILL) -> int:
-        """Embed up to `limit` thoughts that have no vector yet; returns how many were stored."""
-        from thoughtline.library import vectors
-
-        pending = await opened.read(lambda conn: vectors.collect_pending(conn, limit))
-        if not pending:
-            return 0
-        embedder = self.embedder()
-        rows = await asyncio.to_thread(vectors.embed_pending, embedder, pending)
-        return await opened.write(lambda conn: search_store.store_vectors(conn, rows))
-
-    def index_for(self, opened: UserStore, vector_count: int) -> VectorIndex | None:
-        """The in-memory index of a large store (None for small ones)."""
-        key = str(opened.path)
-        if vector_count < self._index_min:
-            self._indexes.pop(key, None)
-            return None
-        if key not in self._indexes:
-            from thoughtline.library.vectors import VectorIndex
-
-            self._indexes[key] = VectorIndex()
-        return self._indexes[key]
+class Library(AfterCommitWork):
+    """The library tools over the process-wide search state (embedder, indexes, after-commit work)."""
 
     def tools(self, discovery: bool) -> list[ToolSpec]:
         """`search_thoughts` and `manage_sequence`; with `discovery` off only id-held lifecycle."""
@@ -183,8 +53,8 @@ class Library:
             name = filters.thread
             if not await opened.read(lambda conn: search_store.thread_exists(conn, name)):
                 raise DomainError("thread_not_found", f"no thread named {name!r}; check the name or omit 'thread'.")
-        # Thoughts written since the last search get their vectors now (bounded; see INLINE_BACKFILL).
-        await self.backfill(opened)
+        # Thoughts written since the last search get their vectors now (bounded; see INLINE_MAX).
+        await self.embed_for_search(opened)
         embedder = self.embedder()
         count = await opened.read(search_store.vector_count)
         index = self.index_for(opened, count)

@@ -216,7 +216,11 @@ def create_app(
         resources={ui_resource.PROCESS_URI: app_resource(), **extras.resources},
         extensions={APPS_EXTENSION: {"mimeTypes": [ui_resource.APP_MIME]}, **extras.extensions},
     )
-    library = Library(embedder_factory) if embedder_factory is not None else Library()
+    library = (
+        Library(embedder_factory, background=settings.background_work)
+        if embedder_factory is not None
+        else Library(background=settings.background_work)
+    )
     router.on_open.append(library.attach)
     router.on_close.append(library.detach)
     tools = [
@@ -260,11 +264,12 @@ def create_app(
                     "oauth-protected-resource": "/.well-known/oauth-protected-resource/mcp",
                 },
                 "tools": [tool.name for tool in registry.tools],
+                **_durability(settings),
             }
         )
 
     async def healthz(request: Request) -> JSONResponse:
-        body: dict[str, Any] = {"ok": True, "version": __version__}
+        body: dict[str, Any] = {"ok": True, "version": __version__, "durable": settings.ephemeral_storage is None}
         if request.query_params.get("deep") not in (None, "", "0", "false"):
             principal, sent = await authenticator.principal(request.scope, "/mcp")
             if principal is None:
@@ -287,6 +292,8 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if settings.ephemeral_storage is not None:
+            logger.warning("NOT DURABLE: %s", settings.ephemeral_storage)
         async with contextlib.AsyncExitStack() as stack:
             for manager in managers.values():
                 await stack.enter_async_context(manager.run())
@@ -297,7 +304,7 @@ def create_app(
                 sweeper.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await sweeper
-                await library.idle()
+                await library.close()  # one running batch, not the whole backlog
                 await router.close_all()
                 if oauth_door is not None:
                     await oauth_door.aclose()
@@ -327,6 +334,16 @@ def create_app(
     app.state.library = library
     app.state.direct_tool_calls = direct
     return app
+
+
+def _durability(settings: Settings) -> dict[str, Any]:
+    """What `GET /` says about the disk: a loud warning when the stores would not survive."""
+    if settings.ephemeral_storage is None:
+        return {"durable": True}
+    return {
+        "durable": False,
+        "warning": f"Not durable: {settings.ephemeral_storage}. Thoughts stored here will be lost.",
+    }
 
 
 async def _sweep(router: StoreRouter) -> None:

@@ -12,10 +12,18 @@ on one long-lived event loop, and serves each invocation on that same loop throu
 `lifespan="off"`.
 
 Between invocations Lambda freezes the process: the loop is not running, so the idle-store
-sweeper's timer (and any work queued after a response) only advances during later invocations.
-That is acceptable: every acknowledged write was already committed with `synchronous=FULL`, and
-nothing needs the sweeper to be punctual. There is no shutdown hook on Lambda without an
-extension, which is fine for the same reason: a frozen-then-killed container loses no data.
+sweeper's timer only advances during later invocations. That is acceptable: every acknowledged
+write was already committed with `synchronous=FULL`, and nothing needs the sweeper to be punctual.
+But a thread frozen in the middle of a write would hold the store's lock (on EFS every other
+container then waits out the busy timeout), so a container runs with `background_work` off:
+nothing is scheduled after a commit, and a search computes the vectors it needs before it
+answers (issue 10). There is no shutdown hook on Lambda without an extension, which is fine for
+the same reason: a frozen-then-killed container loses no data.
+
+The first deploy has no public URL configured: a Function URL exists only once the function
+does. The event names the host the platform routed it by (`requestContext.domainName`, set by
+Lambda, not by the client), so the container accepts that one host and names itself by it; a
+request with any other Host header is still refused.
 
 On Lambda set `THOUGHTLINE_DATA_DIR=/mnt/thoughtline` (the EFS mount) and
 `THOUGHTLINE_JOURNAL=truncate` (WAL needs shared memory, which a network file system cannot give
@@ -26,8 +34,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mangum import Mangum
 from starlette.applications import Starlette
@@ -36,7 +45,32 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from thoughtline.config import Settings, settings_from_process_env
 from thoughtline.web.app import create_app
 
+if TYPE_CHECKING:
+    from thoughtline.library.embed import Embedder
+
 logger = logging.getLogger(__name__)
+
+# A DNS name as Lambda and API Gateway put it in `requestContext.domainName`.
+_DOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$")
+
+
+def container_settings(settings: Settings, event: dict[str, Any]) -> Settings:
+    """The settings a container runs with, given the first event it serves.
+
+    Background work is off (nothing may write after a response). The platform's own host name
+    (`requestContext.domainName`) joins the allowed hosts, and names the service when no public
+    URL is configured, so the first deploy answers without a second one setting `PublicUrl`.
+    """
+    settings = settings.with_overrides(background_work=False)
+    context = event.get("requestContext")
+    domain = context.get("domainName") if isinstance(context, dict) else None
+    if not isinstance(domain, str) or not _DOMAIN.match(domain.lower()):
+        return settings
+    domain = domain.lower()
+    return settings.with_overrides(
+        allowed_hostnames=(*settings.allowed_hostnames, domain),
+        public_url=settings.public_url or f"https://{domain}",
+    )
 
 
 class LifespanError(RuntimeError):
@@ -114,7 +148,7 @@ class _WithLifespanState:
 class Container:
     """What one Lambda container keeps between invocations: its loop, app, lifespan and adapter."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, embedder_factory: Callable[[], Embedder] | None = None) -> None:
         if settings.token_problem and not settings.github_enabled:
             # Only the reason is logged, never the token.
             logger.warning("no door is open: %s and GitHub sign-in is not configured", settings.token_problem)
@@ -127,7 +161,7 @@ class Container:
         # must be the thread's current loop whenever mangum runs.
         asyncio.set_event_loop(self.loop)
         try:
-            self.app: Starlette = create_app(settings)
+            self.app: Starlette = create_app(settings, embedder_factory=embedder_factory)
             self.lifespan = HeldLifespan(self.app, self.loop)
             self.loop.run_until_complete(self.lifespan.startup())
         except BaseException:
@@ -165,13 +199,18 @@ class Container:
 class LambdaHandler:
     """The callable Lambda invokes: builds the container on first use, then reuses it while warm."""
 
-    def __init__(self, settings: Callable[[], Settings] = settings_from_process_env) -> None:
+    def __init__(
+        self,
+        settings: Callable[[], Settings] = settings_from_process_env,
+        embedder_factory: Callable[[], Embedder] | None = None,
+    ) -> None:
         self._settings = settings
+        self._embedder_factory = embedder_factory
         self._container: Container | None = None
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         if self._container is None:
-            self._container = Container(self._settings())
+            self._container = Container(container_settings(self._settings(), event), self._embedder_factory)
         return self._container.invoke(event, context)
 
     @property

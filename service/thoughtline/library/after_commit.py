@@ -1,0 +1,247 @@
+"""Work that follows a commit, and its one switch: embedding new thoughts, now or at query time.
+
+Writes only queue a thought for a vector (SPEC §5). With `background` on, each commit schedules
+the store's after-commit work on the event loop (`_drain`: the one place such work runs, so the
+switch governs all of it). With it off (Lambda: a frozen container must never hold a store's
+lock, so nothing may write after the response) nothing is scheduled, and a search embeds what it
+needs itself, bounded by a count and a time budget. A per-store claim keeps the two paths from
+taking the same batch, and a failed vector write never fails a search (issue 11).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import apsw
+
+from thoughtline.storage import search as search_store
+from thoughtline.storage.db import StorageError
+
+if TYPE_CHECKING:
+    from thoughtline.library.embed import Embedder
+    from thoughtline.library.vectors import VectorIndex
+    from thoughtline.storage.router import UserStore
+
+logger = logging.getLogger(__name__)
+
+# A search embeds missing thoughts itself only in small batches and within a budget: at most this
+# many thoughts per search, and no new batch once the budget is spent (a MiniLM batch of 32 takes
+# ~0.36 s on two cores). The rest stays findable by keyword and is embedded later (issue 11: a
+# 512-thought inline batch made every search under write load take 7-13 s).
+INLINE_MAX = 128
+INLINE_BUDGET_SECONDS = 1.0
+BATCH = 32
+# After a vector write fails (disk full, read-only, corrupt page) searches of that store stop
+# trying for a while: each attempt would cost an embedding batch and fail the same way.
+RETRY_AFTER_FAILURE_SECONDS = 30.0
+# Below this many vectors sqlite-vec's KNN is fast enough (~8 ms at 10k); above it the store's
+# vectors are kept as one numpy matrix in memory (~7 ms at 100k, issue 5).
+INDEX_MIN_VECTORS = 20_000
+
+
+def _default_embedder() -> Embedder:
+    from thoughtline.library.embed import MiniLMEmbedder
+
+    return MiniLMEmbedder()
+
+
+class AfterCommitWork:
+    """Process-wide search state shared by every store of one app.
+
+    The embedder is created on the first search, never at start or on a write. With `background`
+    on, commits then schedule after-commit work (embedding the new thoughts) on the event loop;
+    with it off (Lambda, where nothing may write after the response) nothing is scheduled and a
+    search embeds what it needs, bounded. Either way one store is embedded by one path at a time
+    (a per-store claim), so no thought is embedded twice.
+    """
+
+    def __init__(
+        self,
+        embedder_factory: Callable[[], Embedder] = _default_embedder,
+        *,
+        index_min_vectors: int = INDEX_MIN_VECTORS,
+        background: bool = True,
+        inline_max: int = INLINE_MAX,
+        inline_budget_seconds: float = INLINE_BUDGET_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._factory = embedder_factory
+        self._index_min = index_min_vectors
+        self._background = background
+        self._inline_max = inline_max
+        self._inline_budget = inline_budget_seconds
+        self._monotonic = monotonic
+        self._embedder: Embedder | None = None
+        self._indexes: dict[str, VectorIndex] = {}
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._dirty: set[str] = set()
+        self._claims: dict[str, asyncio.Lock] = {}
+        self._failed_at: dict[str, float] = {}
+        self._progress = asyncio.Event()
+        self._stopping = False
+
+    def embedder(self) -> Embedder:
+        """The embedder, created on first use."""
+        if self._embedder is None:
+            self._embedder = self._factory()
+        return self._embedder
+
+    @property
+    def background(self) -> bool:
+        """Whether commits schedule after-commit work (off on Lambda)."""
+        return self._background
+
+    def attach(self, opened: UserStore) -> None:
+        """Hook a freshly opened store (register with `StoreRouter.on_open`, on the event loop)."""
+        if not self._background:
+            return  # nothing may run after a response: no commit hook at all
+        loop = asyncio.get_running_loop()
+
+        def committed(s: UserStore) -> None:
+            # Runs on the writer thread right after COMMIT: hop to the loop, never block, never
+            # raise (an exception here would escape into the writer). A closed loop means the
+            # app is shutting down; the queue keeps the work for the next search or reindex.
+            if self._embedder is not None and not self._stopping:
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self._kick, s)
+
+        opened.after_commit.append(committed)
+
+    @property
+    def indexed_stores(self) -> int:
+        """How many stores currently have their vectors held in memory."""
+        return len(self._indexes)
+
+    @property
+    def scheduled(self) -> int:
+        """How many stores have after-commit work running or queued right now."""
+        return sum(1 for task in self._running.values() if not task.done())
+
+    def detach(self, opened: UserStore) -> None:
+        """Forget a closing store's in-memory vectors (register with `StoreRouter.on_close`)."""
+        self._indexes.pop(str(opened.path), None)
+
+    def _kick(self, opened: UserStore) -> None:
+        if self._stopping:
+            return
+        key = str(opened.path)
+        self._dirty.add(key)
+        running = self._running.get(key)
+        # A finished task may still be listed (its done-callback runs later); start a fresh one.
+        if running is None or running.done():
+            self._running[key] = asyncio.create_task(self._drain(opened))
+
+    async def _drain(self, opened: UserStore) -> None:
+        """The after-commit work of one store, and the only place it runs (so `background` governs it all).
+
+        Stops between batches when the library is closing: shutdown waits for one batch, not the
+        backlog; what is left stays queued for the next process.
+        """
+        key = str(opened.path)
+        try:
+            while key in self._dirty and not self._stopping:
+                self._dirty.discard(key)
+                while not self._stopping and await self.backfill(opened, limit=BATCH):
+                    self._progress.set()
+                if not self._stopping:
+                    from thoughtline.library.matching import match_pending  # numpy: never at start
+
+                    await match_pending(opened, self.embedder)  # thread proposals (SPEC §5.3)
+        except Exception as exc:  # background work: log the kind, retry on the next commit
+            logger.warning("background embedding failed: %s", type(exc).__name__)
+        finally:
+            self._progress.set()  # wake `caught_up` waiters even when the work stopped early
+
+    async def idle(self) -> None:
+        """Wait until background embedding has caught up (tests)."""
+        while pending := [t for t in self._running.values() if not t.done()]:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    async def close(self) -> None:
+        """Stop after-commit work: running batches finish, the backlog stays queued (graceful shutdown)."""
+        self._stopping = True
+        await self.idle()
+
+    async def caught_up(self, opened: UserStore) -> None:
+        """Wait until every committed thought of `opened` has a vector (wrap it in a timeout).
+
+        The commit hook reaches the event loop from the writer thread, possibly after the write's
+        caller has already resumed, so waiting for running tasks alone could miss it.
+        """
+        while await opened.read(search_store.pending_count):
+            self._progress.clear()
+            if not await opened.read(search_store.pending_count):
+                return
+            await self._progress.wait()
+
+    def _claim(self, opened: UserStore) -> asyncio.Lock:
+        return self._claims.setdefault(str(opened.path), asyncio.Lock())
+
+    async def backfill(self, opened: UserStore, limit: int = BATCH) -> int:
+        """Embed up to `limit` thoughts that have no vector yet; returns how many were stored.
+
+        Holds the store's claim from reading the queue to storing the vectors, so a concurrent
+        caller (search or background) reads the queue only after this batch left it.
+        """
+        from thoughtline.library import vectors
+
+        async with self._claim(opened):
+            pending = await opened.read(lambda conn: vectors.collect_pending(conn, limit))
+            if not pending:
+                return 0
+            embedder = self.embedder()
+            rows = await asyncio.to_thread(vectors.embed_pending, embedder, pending)
+            return await opened.write(lambda conn: search_store.store_vectors(conn, rows))
+
+    async def embed_for_search(self, opened: UserStore) -> int:
+        """Vectors a search needs now, bounded; returns how many thoughts were embedded.
+
+        Skipped while another path holds the store's claim (background work is on it) and for a
+        while after a vector write failed. A failed write never fails the search: the thoughts
+        without vectors are still found by keyword.
+        """
+        key = str(opened.path)
+        failed = self._failed_at.get(key)
+        running = self._running.get(key)
+        if (
+            self._claim(opened).locked()
+            or (running is not None and not running.done())  # between two background batches
+            or (failed is not None and self._monotonic() - failed < RETRY_AFTER_FAILURE_SECONDS)
+        ):
+            return 0
+        deadline = self._monotonic() + self._inline_budget
+        done, last_batch = 0, 0.0
+        try:
+            # No new batch unless one as long as the last still fits in the budget.
+            while done < self._inline_max and self._monotonic() + last_batch < deadline:
+                started = self._monotonic()
+                stored = await self.backfill(opened, limit=min(BATCH, self._inline_max - done))
+                if not stored:
+                    break
+                done += stored
+                last_batch = self._monotonic() - started
+        except (StorageError, apsw.Error) as exc:  # a cache write failed; the search still answers
+            self._failed_at[key] = self._monotonic()
+            logger.warning("search answered without new vectors: the vector write failed (%s)", type(exc).__name__)
+            return done
+        self._failed_at.pop(key, None)
+        if done and self._background and self._embedder is not None:
+            self._kick(opened)  # the rest (if any) in the background
+        return done
+
+    def index_for(self, opened: UserStore, vector_count: int) -> VectorIndex | None:
+        """The in-memory index of a large store (None for small ones)."""
+        key = str(opened.path)
+        if vector_count < self._index_min:
+            self._indexes.pop(key, None)
+            return None
+        if key not in self._indexes:
+            from thoughtline.library.vectors import VectorIndex
+
+            self._indexes[key] = VectorIndex()
+        return self._indexes[key]
