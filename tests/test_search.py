@@ -198,7 +198,7 @@ async def test_meaning_past_the_models_window_is_found_and_deleted_with_its_thou
 async def test_nothing_relevant_stored_abstains_instead_of_returning_noise(h: LibraryHarness) -> None:
     await h.write_sequence(["Index the orders table by customer id to speed up the account page."])
     out = await search_for(h, "how to bake sourdough bread at home")
-    assert out == {"results": [], "abstained": True}
+    assert out == {"results": [], "abstained": True, "by": "thought"}
     result = await h.call("search_thoughts", {"query": "how to bake sourdough bread at home"})
     assert "Nothing relevant is stored" in text(result)
 

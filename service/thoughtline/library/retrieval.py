@@ -1,56 +1,57 @@
 """Hybrid retrieval: one search over a store, from query text to ranked, explained results.
 
-Joins the pure rules of `search.py` to the queries of `storage/search.py` and an `Embedder`.
-Runs on one read connection (a snapshot); vectors still missing are the caller's to embed first
-(see `vectors.py`), so a search never writes.
+Joins the pure rules of `search.py` and `ranker.py` to the queries of `storage/search.py`, the
+in-memory vectors of `dense.py` and an `Embedder`. Runs on one read connection (a snapshot);
+vectors still missing are the caller's to embed first (see `vectors.py`), so a search never writes.
+
+The pipeline: keyword candidates (BM25 over the thought, its neighbours and its title, plus a
+phrase bonus) and vector candidates (whole-thought, best-passage and sequence cosines) form a pool
+with their neighbours; the learned ranker orders the pool; the abstention model decides whether
+anything in it is relevant at all.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import apsw
+import numpy as np
 
-from thoughtline.library import search
+from thoughtline.library import ranker, search
+from thoughtline.library.dense import DenseIndex, Scores
+from thoughtline.library.vectors import PASSAGE_MIN_CHARS
 from thoughtline.storage import search as search_store
 from thoughtline.storage.search import ColumnWeights, SearchFilters, ThoughtRecord
 
 if TYPE_CHECKING:
     from thoughtline.library.embed import Embedder
-    from thoughtline.library.vectors import VectorIndex
+
+MODELS = ranker.load_models()
 
 
 @dataclass(frozen=True)
 class Tuning:
-    """Retrieval knobs; the defaults are what the LoCoMo and golden-set numbers support."""
+    """Retrieval knobs; the defaults are what the dev split of the reasoning set supports."""
 
     pool: int = 50
-    fusion: str = "zscore"  # or "minmax", "rrf" (kept for the evaluation's comparison)
-    dense_weight: float = 0.4
-    neighbor_weight: float = 0.3
-    group_weight: float = 0.5
-    # BM25 weight of the neighbours' text and of the sequence title beside the thought's own
-    # (weight 1). LoCoMo hybrid recall@5 (all ten): context 0.1 / title 0.5 gives 0.658 against
-    # 0.623 without them; context 0.3 gives 0.663 but drops a golden paraphrase out of the top 3
-    # (neighbours that borrow its words crowd it), so the golden set caps it at 0.1.
+    # BM25 weights of the neighbours' text and the sequence title beside the thought's own (1).
     context_weight: float = 0.1
     title_weight: float = 0.5
-    # Raw cosine below which a vector-only match is treated as noise. Calibrated on the golden
-    # set: never-stored topics peaked at 0.23, the weakest answerable paraphrase was 0.28.
-    abstain_below: float = 0.25
+    # Share of a phrase match's BM25 score added to its keyword score (issue 5, LoCoMo).
+    phrase_weight: float = 0.5
     # Abandoned sequences rank just below an otherwise equal match elsewhere (issue 5).
     abandoned_penalty: float = 1e-3
-    # Share of a phrase match's BM25 score (two adjacent query words, adjacent in the thought)
-    # added to its keyword score. LoCoMo all ten, hybrid: 0.5 lifts r@5 0.6583 -> 0.6629, hit@5
-    # 0.7302 -> 0.7361, MRR 0.5465 -> 0.5516 (chosen on conversations 26 + 30 over 0.25-2; NEAR/10
-    # instead of a phrase, or the phrases as plain OR terms of the main query, did worse).
-    phrase_weight: float = 0.5
+    # Whether an answer may be withheld when nothing looks relevant (the evaluation ranks anyway).
+    abstain: bool = True
+    # Passage length threshold the vectors were built with (for snippets), see `vectors.py`.
+    passage_min_chars: int = PASSAGE_MIN_CHARS
 
 
 @dataclass(frozen=True)
 class Hit:
-    """One ranked result: the thought, its fused score and the raw cosine similarity if any."""
+    """One ranked result: the thought, its score, the raw cosine similarity if any, and a snippet."""
 
     record: ThoughtRecord
     score: float
@@ -66,6 +67,23 @@ class Outcome:
     hits: list[Hit]
     abstained: bool
     best_similarity: float | None
+    # The abstention model's probability that nothing relevant is stored (None: not judged).
+    doubt: float | None = None
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Everything one query found, before ranking (the training script reads this too)."""
+
+    ids: list[int]
+    records: dict[int, ThoughtRecord]
+    features: np.ndarray
+    query_features: np.ndarray
+    keyword: dict[int, float]
+    dense: dict[int, float]
+    similarity: dict[int, float]
+    scores: Scores | None
+    terms: list[str]
 
 
 def hybrid_search(
@@ -76,106 +94,217 @@ def hybrid_search(
     limit: int = 10,
     filters: SearchFilters | None = None,
     tuning: Tuning | None = None,
-    index: VectorIndex | None = None,
+    index: DenseIndex | None = None,
     mode: str = "hybrid",
+    by: str = "thought",
+    models: ranker.Models | None = None,
 ) -> Outcome:
     """Rank the store's thoughts for `query`.
 
     `mode` is "hybrid", "keyword" or "vector" (the latter two for the evaluation). Without an
-    embedder the search is keyword-only. With `index` the KNN runs on the in-memory matrix.
+    embedder the search is keyword-only. `by="sequence"` keeps each sequence's best thought only.
+    Pass the store's long-lived `index`; without one the vectors are loaded for this call alone.
     """
-    filters = filters or SearchFilters()
     tuning = tuning or Tuning()
-    terms = search.content_terms(query)
-
-    keyword: dict[int, float] = {}
-    if mode in ("hybrid", "keyword"):
-        match = search.natural_query(query)
-        if match is not None:
-            weights = ColumnWeights(context=tuning.context_weight, title=tuning.title_weight)
-            keyword = dict(search_store.keyword_candidates(conn, match, filters, tuning.pool, weights))
-            phrases = search.phrase_query(query) if tuning.phrase_weight > 0 and keyword else None
-            if phrases is not None:
-                found = search_store.keyword_candidates(conn, phrases, filters, tuning.pool, weights)
-                keyword = search.add_scores(keyword, dict(found), tuning.phrase_weight)
-
-    dense: dict[int, float] = {}
-    if mode in ("hybrid", "vector") and embedder is not None:
-        vector = embedder.embed([query])[0]
-        allowed = search_store.filtered_thought_ids(conn, filters) if filters.active else None
-        if index is not None:
-            index.refresh(conn)
-            pairs = index.search(vector, tuning.pool, allowed)
-        else:
-            pairs = search_store.vector_candidates(conn, vector.tobytes(), tuning.pool, allowed)
-        dense = dict(pairs)
-
-    best_similarity = max(dense.values()) if dense else None
-    if mode == "hybrid" and keyword_or_nothing(best_similarity, tuning):
-        # An OR query matches on any shared word, so only an all-terms match counts as keyword
-        # evidence strong enough to answer without semantic support.
-        strong = len(keyword) if embedder is None else _all_terms_hits(conn, terms, filters)
-        if search.should_abstain(best_similarity, strong, tuning.abstain_below):
-            return Outcome([], True, best_similarity)
-
-    neighbours: list[int] = []
-    if mode == "keyword":
-        fused = search.minmax(keyword)
+    models = models or MODELS
+    pool = gather(conn, embedder, query, filters or SearchFilters(), tuning, index, mode, models)
+    if mode == "keyword" or (mode == "hybrid" and pool.scores is None):
+        order = {tid: pool.keyword[tid] for tid in pool.keyword}
     elif mode == "vector":
-        fused = dict(dense)
+        order = dict(pool.dense)
     else:
-        # Vector-only candidates below the noise floor would only push real matches down.
-        dense_kept = {k: v for k, v in dense.items() if v >= tuning.abstain_below or k in keyword}
-        if tuning.neighbor_weight > 0 or tuning.group_weight > 0:
-            # Neighbours of candidates join the pool as found by neither side, so a strong step
-            # can lift the one next to it (an answer often sits one step after its question).
-            neighbours = search_store.neighbour_ids(conn, set(keyword) | set(dense_kept), filters)
-        fused = _fuse(keyword, dense_kept, neighbours, tuning)
-
-    records = search_store.load_thoughts(conn, fused)
-    if mode == "hybrid" and (tuning.neighbor_weight > 0 or tuning.group_weight > 0):
-        place = {tid: (rec.sequence_key, rec.position) for tid, rec in records.items()}
-        fused = search.context_boost(fused, place, tuning.neighbor_weight, tuning.group_weight)
-
+        order = dict(zip(pool.ids, _rank_scores(pool, models).tolist(), strict=True))
+    doubt = None
+    if mode == "hybrid" and pool.scores is not None and models.abstain is not None:
+        doubt = 1.0 / (1.0 + math.exp(-float(models.abstain.score(pool.query_features[None, :])[0])))
+    elif mode == "hybrid" and pool.scores is not None:
+        # Without shipped weights: a weak best cosine and no thought holding every query word.
+        doubt = float(pool.query_features[1] < 0.25 and pool.query_features[5] < 1)
+    elif mode == "hybrid":
+        doubt = 0.0 if pool.keyword else 1.0
+    best_similarity = max(pool.similarity.values(), default=None)
+    abstained = doubt is not None and doubt > models.abstain_above
+    if abstained and tuning.abstain:
+        return Outcome([], True, best_similarity, doubt)
+    records = pool.records
     ranked = sorted(
-        (tid for tid in fused if tid in records),
+        (tid for tid in order if tid in records),
         key=lambda tid: (
-            -(fused[tid] - (tuning.abandoned_penalty if records[tid].status == "abandoned" else 0.0)),
+            -(order[tid] - (tuning.abandoned_penalty if records[tid].status == "abandoned" else 0.0)),
             -records[tid].created_at,
             tid,
         ),
-    )[:limit]
+    )
+    if by == "sequence":
+        firsts: dict[int, int] = {}
+        for tid in ranked:
+            firsts.setdefault(records[tid].sequence_key, tid)
+        ranked = list(firsts.values())
     hits = [
         Hit(
             record=records[tid],
-            score=round(fused[tid], 6),
-            similarity=None if tid not in dense else round(dense[tid], 6),
-            keyword=tid in keyword,
-            snippet=search.make_snippet(records[tid].body, terms),
+            score=round(order[tid], 6),
+            similarity=None if tid not in pool.similarity else round(pool.similarity[tid], 6),
+            keyword=tid in pool.keyword,
+            snippet=_snippet(pool, tid, tuning),
         )
-        for tid in ranked
+        for tid in ranked[:limit]
     ]
-    return Outcome(hits, False, best_similarity)
+    return Outcome(hits, abstained, best_similarity, doubt)
 
 
-def _fuse(keyword: dict[int, float], dense: dict[int, float], extra: list[int], tuning: Tuning) -> dict[int, float]:
-    if tuning.fusion == "minmax":
-        return search.fuse_weighted(keyword, dense, tuning.dense_weight, extra)
-    if tuning.fusion == "rrf":
-        ranked = [sorted(side, key=side.__getitem__, reverse=True) for side in (keyword, dense)]
-        fused = search.fuse_rrf(ranked)
-        return {**dict.fromkeys(extra, 0.0), **fused}
-    return search.fuse_zscore(keyword, dense, tuning.dense_weight, extra)
+def _rank_scores(pool: Pool, models: ranker.Models) -> np.ndarray:
+    if models.ranker is not None:
+        return models.ranker.score(pool.features)
+    # Without shipped weights: z-scored keyword and vector evidence, 0.6 / 0.4 (issue 5's fusion).
+    f = pool.features
+    return 0.6 * f[:, 0] + 0.4 * ranker.zscores(f[:, 2] + 0.5 * f[:, 4])
 
 
-def keyword_or_nothing(best_similarity: float | None, tuning: Tuning) -> bool:
-    """True when the semantic side alone is too weak to justify an answer."""
-    return best_similarity is None or best_similarity < tuning.abstain_below
+def gather(
+    conn: apsw.Connection,
+    embedder: Embedder | None,
+    query: str,
+    filters: SearchFilters,
+    tuning: Tuning,
+    index: DenseIndex | None,
+    mode: str,
+    models: ranker.Models,
+) -> Pool:
+    """Collect the candidate pool of one query with every feature the models read."""
+    terms = search.content_terms(query)
+    keyword: dict[int, float] = {}
+    if mode in ("hybrid", "keyword"):
+        keyword = _keyword_side(conn, query, filters, tuning)
+
+    scores: Scores | None = None
+    dense: dict[int, float] = {}
+    rows: dict[int, int] = {}
+    if mode in ("hybrid", "vector") and embedder is not None:
+        index = index if index is not None else DenseIndex()
+        index.refresh(conn)
+        scores = index.score(embedder.embed([query])[0])
+        dense = _dense_side(conn, scores, filters, tuning.pool, models.seq_weight)
+    if mode != "hybrid":
+        ids = list(keyword) if mode == "keyword" else list(dense)
+        records = search_store.load_thoughts(conn, ids)
+        sims = _similarities(scores, ids) if scores is not None else {}
+        empty = np.zeros((0, len(ranker.CANDIDATE_FEATURES)))
+        return Pool(ids, records, empty, np.zeros(0), keyword, dense, sims, scores, terms)
+
+    found = set(keyword) | set(dense)
+    neighbours = search_store.neighbour_ids(conn, found, filters)
+    ids = sorted(found | set(neighbours))
+    records = search_store.load_thoughts(conn, ids)
+    ids = [t for t in ids if t in records]
+    rows = scores.lookup(ids) if scores is not None else {}
+
+    def sem_of(tid: int) -> float:
+        row = rows.get(tid)
+        return 0.0 if row is None or scores is None else float(scores.whole[row] + scores.best[row]) / 2
+
+    sem = {tid: sem_of(tid) for tid in ids}
+    seq_cos = {tid: (0.0 if tid not in rows or scores is None else float(scores.sequence[rows[tid]])) for tid in ids}
+    weights = _idf_weights(conn, terms)
+    coverage = {tid: search.term_coverage(records[tid].body, terms, weights) for tid in ids}
+    at = {(records[t].sequence_key, records[t].position): sem[t] for t in ids}
+    by_seq: dict[int, list[float]] = {}
+    for t in ids:
+        by_seq.setdefault(records[t].sequence_key, []).append(sem[t])
+    kw_rank = {tid: r for r, tid in enumerate(sorted(keyword, key=keyword.__getitem__, reverse=True))}
+    dn_rank = {tid: r for r, tid in enumerate(sorted(dense, key=dense.__getitem__, reverse=True))}
+    evidence = ranker.Evidence(
+        keyword=[keyword.get(t) for t in ids],
+        keyword_rank=[kw_rank.get(t) for t in ids],
+        sem=[sem[t] for t in ids],
+        seq_cos=[seq_cos[t] for t in ids],
+        dense_rank=[dn_rank.get(t) for t in ids],
+        coverage=[coverage[t] for t in ids],
+        phrase=[search.has_phrase(records[t].body, query) for t in ids],
+        length=[len(records[t].body) for t in ids],
+        neighbour_sem=[
+            max(at.get((records[t].sequence_key, records[t].position + d), 0.0) for d in (-1, 1)) for t in ids
+        ],
+        seq_best=[_second_best(by_seq[records[t].sequence_key], sem[t]) for t in ids],
+    )
+    kw_top = set(sorted(keyword, key=keyword.__getitem__, reverse=True)[:5])
+    dn_top = set(sorted(dense, key=dense.__getitem__, reverse=True)[:5])
+    top5 = sorted(ids, key=lambda t: -(sem[t] + coverage[t]))[:5]
+    sims = _similarities(scores, ids) if scores is not None else {}
+    qf = ranker.query_features(
+        sem=list(sem.values()),
+        best=list(sims.values()),
+        dense_top=[sem[t] for t in dense if t in sem],
+        seq_cos=list(seq_cos.values()),
+        top5_coverage=[coverage[t] for t in top5],
+        all_terms_hit=any(c >= 0.999 for c in coverage.values()),
+        agree=bool(kw_top & dn_top),
+        idf_found=sum(w for w in weights.values() if w < _UNSEEN),
+    )
+    return Pool(ids, records, ranker.candidate_features(evidence), qf, keyword, dense, sims, scores, terms)
 
 
-def _all_terms_hits(conn: apsw.Connection, terms: list[str], filters: SearchFilters) -> int:
-    match = search.fts_escape(" ".join(terms))
+# The IDF weight of a query term no stored thought holds (BM25's IDF of a term in 0 of 1 rows).
+_UNSEEN = 50.0
+
+
+def _keyword_side(conn: apsw.Connection, query: str, filters: SearchFilters, tuning: Tuning) -> dict[int, float]:
+    match = search.natural_query(query)
     if match is None:
-        return 0
-    # Only the thought's own text counts: terms spread over its neighbours are no exact match.
-    return len(search_store.keyword_candidates(conn, search.in_column("body", match), filters, 1))
+        return {}
+    weights = ColumnWeights(context=tuning.context_weight, title=tuning.title_weight)
+    keyword = dict(search_store.keyword_candidates(conn, match, filters, tuning.pool, weights))
+    phrases = search.phrase_query(query) if tuning.phrase_weight > 0 and keyword else None
+    if phrases is not None:
+        found = search_store.keyword_candidates(conn, phrases, filters, tuning.pool, weights)
+        keyword = search.add_scores(keyword, dict(found), tuning.phrase_weight)
+    return keyword
+
+
+def _dense_side(
+    conn: apsw.Connection, scores: Scores, filters: SearchFilters, k: int, seq_weight: float
+) -> dict[int, float]:
+    combined = (scores.whole + scores.best) / 2 + seq_weight * scores.sequence
+    if filters.active:
+        allowed = np.asarray(search_store.filtered_thought_ids(conn, filters), dtype=np.int64)
+        combined = np.where(np.isin(scores.thought_ids, allowed), combined, -np.inf)
+    if combined.size == 0:
+        return {}
+    k = min(k, combined.size)
+    top = np.argpartition(-combined, k - 1)[:k]
+    return {int(scores.thought_ids[i]): float(combined[i]) for i in top if np.isfinite(combined[i])}
+
+
+def _similarities(scores: Scores, ids: list[int]) -> dict[int, float]:
+    rows = scores.lookup(ids)
+    return {tid: float(scores.best[row]) for tid, row in rows.items()}
+
+
+def _idf_weights(conn: apsw.Connection, terms: list[str]) -> dict[str, float]:
+    if not terms:
+        return {}
+    total = max(1, search_store.thought_count(conn))
+    counts = search_store.term_document_counts(conn, [search.quote_term(t) for t in terms])
+    return {t: (_UNSEEN if df == 0 else ranker.idf(df, total)) for t, df in zip(terms, counts, strict=True)}
+
+
+def _second_best(values: list[float], own: float) -> float:
+    rest = sorted(values, reverse=True)
+    if own in rest:
+        rest.remove(own)
+    return rest[0] if rest else 0.0
+
+
+def _snippet(pool: Pool, tid: int, tuning: Tuning) -> str:
+    """The passage that matched: around the query's words, or the best-matching passage by meaning."""
+    body = pool.records[tid].body
+    scores = pool.scores
+    if scores is not None and tid in pool.similarity:
+        row = scores.lookup([tid]).get(tid)
+        slot = 0 if row is None else scores.best_slot(row)
+        passage = search.passage_of(body, slot, tuning.passage_min_chars)
+        # A keyword match whose words sit outside the closest passage shows its words instead.
+        inside = not pool.terms or search.term_coverage(passage, pool.terms, {}) > 0
+        if slot > 0 and (inside or tid not in pool.keyword):
+            return search.make_snippet(passage, pool.terms)
+    return search.make_snippet(body, pool.terms)

@@ -280,3 +280,36 @@ def chunk_texts(body: str, max_chunks: int = MAX_CHUNKS, min_chars: int = 0) -> 
         # The first passage already opens the thought; the others borrow its opening words.
         out.append(flat if i == 0 else f"{heading} … {flat}")
     return out
+
+
+def term_coverage(body: str, terms: Sequence[str], weights: Mapping[str, float]) -> float:
+    """Weighted share of `terms` found in `body` (prefix-folded like `make_snippet`); 0 without terms."""
+    total = sum(weights.get(t, 1.0) for t in terms)
+    if total <= 0:
+        return 0.0
+    words = set(tokens(body))
+    found = sum(weights.get(t, 1.0) for t in terms if _matches_any(t, words))
+    return found / total
+
+
+def _matches_any(term: str, words: set[str]) -> bool:
+    if term in words:
+        return True
+    return len(term) > 3 and any(_matches(w, {term}) for w in words)
+
+
+def has_phrase(body: str, query: str) -> bool:
+    """Whether two adjacent content words of the query stand adjacent in the body."""
+    words = tokens(query)
+    pairs = {(a, b) for a, b in itertools.pairwise(words) if a not in STOPWORDS and b not in STOPWORDS and a != b}
+    if not pairs:
+        return False
+    return any((a, b) in pairs for a, b in itertools.pairwise(tokens(body)))
+
+
+def passage_of(body: str, slot: int, min_chars: int) -> str:
+    """The text behind vector `slot` of a thought (see `chunk_texts`), without its borrowed heading."""
+    chunks = chunk_texts(body, MAX_CHUNKS, min_chars)
+    text = chunks[slot] if 0 <= slot < len(chunks) else chunks[0]
+    _, sep, rest = text.partition(" … ")
+    return rest if slot > 0 and sep and text.startswith(" ".join(chunks[0].split()[:HEADING_WORDS])) else text

@@ -25,6 +25,7 @@ from thoughtline.mcp.library_schemas import (
     LIST_ACTION,
     MAX_LIMIT,
     MAX_QUERY_CHARS,
+    SEARCH_BY,
     manage_tool,
     search_tool,
 )
@@ -36,8 +37,8 @@ from thoughtline.storage import thoughts as store
 from thoughtline.storage.search import STATUSES, SearchFilters
 
 if TYPE_CHECKING:
+    from thoughtline.library.dense import DenseIndex
     from thoughtline.library.embed import Embedder
-    from thoughtline.library.vectors import VectorIndex
     from thoughtline.storage.router import UserStore
 
 logger = logging.getLogger(__name__)
@@ -45,9 +46,9 @@ logger = logging.getLogger(__name__)
 # At most this many missing vectors are embedded inside one search call (~5 s on two cores);
 # the rest are left to the background task so a search never stalls on a large import.
 INLINE_BACKFILL = 512
-# Below this many vectors sqlite-vec's KNN is fast enough (~8 ms at 10k); above it the store's
-# vectors are kept as one numpy matrix in memory (~7 ms at 100k, issue 5).
-INDEX_MIN_VECTORS = 20_000
+# Every store's vectors are kept in memory once searched: ranking reads every thought's whole,
+# passage and sequence cosines, which one numpy product gives (~2 ms at 5k thoughts, issue 8).
+INDEX_MIN_VECTORS = 0
 TARGET_STATUS = {"pause": "paused", "resume": "active", "complete": "completed", "abandon": "abandoned"}
 
 
@@ -74,7 +75,7 @@ class Library:
         self._factory = embedder_factory
         self._index_min = index_min_vectors
         self._embedder: Embedder | None = None
-        self._indexes: dict[str, VectorIndex] = {}
+        self._indexes: dict[str, DenseIndex] = {}
         self._running: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
         self._progress = asyncio.Event()
@@ -154,16 +155,16 @@ class Library:
         rows = await asyncio.to_thread(vectors.embed_pending, embedder, pending)
         return await opened.write(lambda conn: search_store.store_vectors(conn, rows))
 
-    def index_for(self, opened: UserStore, vector_count: int) -> VectorIndex | None:
+    def index_for(self, opened: UserStore, vector_count: int) -> DenseIndex | None:
         """The in-memory index of a large store (None for small ones)."""
         key = str(opened.path)
         if vector_count < self._index_min:
             self._indexes.pop(key, None)
             return None
         if key not in self._indexes:
-            from thoughtline.library.vectors import VectorIndex
+            from thoughtline.library.dense import DenseIndex
 
-            self._indexes[key] = VectorIndex()
+            self._indexes[key] = DenseIndex()
         return self._indexes[key]
 
     def tools(self, discovery: bool) -> list[ToolSpec]:
@@ -175,6 +176,7 @@ class Library:
 
     async def _search(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         query, limit, filters = parse_search(args)
+        by = parse_by(args)
         opened = ctx.store
         if filters.thread is not None:
             name = filters.thread
@@ -186,9 +188,13 @@ class Library:
         count = await opened.read(search_store.vector_count)
         index = self.index_for(opened, count)
         outcome = await opened.read(
-            lambda conn: hybrid_search(conn, embedder, query, limit=limit, filters=filters, index=index)
+            lambda conn: hybrid_search(conn, embedder, query, limit=limit, filters=filters, index=index, by=by)
         )
         waiting = await opened.read(search_store.pending_count)
+        if by == "sequence":
+            keys = [h.record.sequence_key for h in outcome.hits]
+            summaries = await opened.read(lambda conn: search_store.sequence_summaries(conn, keys))
+            return render_sequences(query, outcome, summaries, waiting)
         return render_search(query, outcome, waiting)
 
 
@@ -208,7 +214,15 @@ def _parse_time(args: Mapping[str, Any], field: str) -> int | None:
     return int(parsed.timestamp() * 1000)
 
 
-SEARCH_FIELDS = frozenset({"query", "limit", "sequenceId", "status", "since", "until", "thread"})
+SEARCH_FIELDS = frozenset({"query", "limit", "by", "sequenceId", "status", "since", "until", "thread"})
+
+
+def parse_by(args: Mapping[str, Any]) -> str:
+    """`by`: "thought" (default) or "sequence" (each sequence once, with its best thought)."""
+    by = args.get("by", "thought")
+    if by not in SEARCH_BY:
+        raise invalid(f"'by' must be one of {', '.join(SEARCH_BY)}; got {str(by)[:30]!r}.")
+    return str(by)
 
 
 def parse_search(args: Mapping[str, Any]) -> tuple[str, int, SearchFilters]:
@@ -233,6 +247,55 @@ def parse_search(args: Mapping[str, Any]) -> tuple[str, int, SearchFilters]:
     return query, coerce_int(args, "limit", high=MAX_LIMIT) or DEFAULT_LIMIT, filters
 
 
+def _abstained_text(shown: str, outcome: Outcome) -> str:
+    closest = "" if outcome.best_similarity is None else f" (closest similarity {outcome.best_similarity:.2f})"
+    return (
+        f'Nothing relevant is stored for "{shown}"{closest}; the search abstained rather than guess. '
+        "Try other words or a broader question."
+    )
+
+
+def render_sequences(
+    query: str, outcome: Outcome, summaries: Mapping[int, tuple[int, int]], waiting: int
+) -> ToolOutput:
+    """Text and structured output of a search grouped by sequence (each sequence once)."""
+    results = []
+    for h in outcome.hits:
+        count, updated = summaries.get(h.record.sequence_key, (0, h.record.created_at))
+        results.append(
+            {
+                "sequenceId": h.record.sequence_id,
+                "title": h.record.title,
+                "status": h.record.status,
+                "thoughtCount": count,
+                "updatedAt": store.iso(updated),
+                "score": h.score,
+                "thoughtNumber": h.record.number,
+                "branchId": h.record.branch,
+                "snippet": h.snippet,
+                "similarity": h.similarity,
+            }
+        )
+    structured: dict[str, Any] = {"results": results, "abstained": outcome.abstained, "by": "sequence"}
+    if waiting:
+        structured["unindexedThoughts"] = waiting
+    shown = query if len(query) <= 80 else query[:77] + "…"
+    if outcome.abstained:
+        lines = [_abstained_text(shown, outcome)]
+    elif not results:
+        lines = [f'No stored sequences match "{shown}".']
+    else:
+        lines = [f'{len(results)} sequence{"s" if len(results) != 1 else ""} for "{shown}":', ""]
+        for i, r in enumerate(results, start=1):
+            where = f"thought {r['thoughtNumber']}" + (f" on branch {r['branchId']}" if r["branchId"] else "")
+            lines.append(f"{i}. {r['title']} [{r['status']}] · {r['thoughtCount']} thoughts · best match {where}")
+            lines.append(f"   {r['snippet']}")
+            lines.append(f"   {r['sequenceId']} · updated {r['updatedAt']}")
+    if waiting:
+        lines.append(f"Note: {waiting} recent thoughts are not indexed for meaning yet; keyword matches include them.")
+    return ToolOutput(text="\n".join(lines), structured=structured)
+
+
 def render_search(query: str, outcome: Outcome, waiting: int) -> ToolOutput:
     """Text and structured output of one search."""
     results = [
@@ -249,13 +312,12 @@ def render_search(query: str, outcome: Outcome, waiting: int) -> ToolOutput:
         }
         for h in outcome.hits
     ]
-    structured: dict[str, Any] = {"results": results, "abstained": outcome.abstained}
+    structured: dict[str, Any] = {"results": results, "abstained": outcome.abstained, "by": "thought"}
     if waiting:
         structured["unindexedThoughts"] = waiting
     shown = query if len(query) <= 80 else query[:77] + "…"
     if outcome.abstained:
-        closest = "" if outcome.best_similarity is None else f" (closest similarity {outcome.best_similarity:.2f})"
-        lines = [f'Nothing relevant is stored for "{shown}"{closest}. Try other words or a broader question.']
+        lines = [_abstained_text(shown, outcome)]
     elif not results:
         lines = [f'No stored thoughts match "{shown}".']
     else:

@@ -124,6 +124,26 @@ def keyword_candidates(
     return [(int(r[0]), float(r[1])) for r in conn.execute(sql, (w.body, w.context, w.title, match, *params, limit))]
 
 
+def term_document_counts(conn: apsw.Connection, matches: Sequence[str]) -> list[int]:
+    """How many thoughts hold each FTS5 MATCH expression in their own text (for IDF weights)."""
+    return [
+        int(_one(conn, "SELECT count(*) FROM thoughts_fts WHERE thoughts_fts MATCH ?", (f"body : ({m})",)))
+        for m in matches
+    ]
+
+
+def sequence_summaries(conn: apsw.Connection, keys: Iterable[int]) -> dict[int, tuple[int, int]]:
+    """(thought count, updated at ms) of each sequence row id, for results grouped by sequence."""
+    wanted = list(keys)
+    if not wanted:
+        return {}
+    rows = conn.execute(
+        "SELECT id, thought_count, updated_at FROM sequences WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(wanted),),
+    )
+    return {int(r[0]): (int(r[1]), int(r[2])) for r in rows}
+
+
 def filtered_thought_ids(conn: apsw.Connection, filters: SearchFilters) -> list[int]:
     """Ids of every thought the filters allow (used to pre-filter KNN so it never starves)."""
     where, params = _where(filters)
@@ -300,6 +320,18 @@ def vectors_after(conn: apsw.Connection, after_key: int) -> list[tuple[int, byte
         (int(r[0]), bytes(r[1]))
         for r in conn.execute(
             "SELECT vector_key, embedding FROM thought_vectors WHERE vector_key > ? ORDER BY vector_key",
+            (after_key,),
+        )
+    ]
+
+
+def vectors_with_sequence_after(conn: apsw.Connection, after_key: int) -> list[tuple[int, bytes, int]]:
+    """Every stored (vector key, vector, sequence row id) with a key above `after_key`, in key order."""
+    return [
+        (int(r[0]), bytes(r[1]), int(r[2]))
+        for r in conn.execute(
+            "SELECT v.vector_key, v.embedding, t.sequence_id FROM thought_vectors v "
+            f"JOIN thoughts t ON t.id = v.vector_key / {VECTOR_SLOTS} WHERE v.vector_key > ? ORDER BY v.vector_key",
             (after_key,),
         )
     ]
