@@ -205,8 +205,7 @@ def gather(
 
     sem = {tid: sem_of(tid) for tid in ids}
     seq_cos = {tid: (0.0 if tid not in rows or scores is None else float(scores.sequence[rows[tid]])) for tid in ids}
-    weights = _idf_weights(conn, terms)
-    coverage = {tid: search.term_coverage(records[tid].body, terms, weights) for tid in ids}
+    coverage, phrased, weights = _body_matches(conn, query, terms, ids)
     at = {(records[t].sequence_key, records[t].position): sem[t] for t in ids}
     by_seq: dict[int, list[float]] = {}
     for t in ids:
@@ -220,7 +219,7 @@ def gather(
         seq_cos=[seq_cos[t] for t in ids],
         dense_rank=[dn_rank.get(t) for t in ids],
         coverage=[coverage[t] for t in ids],
-        phrase=[search.has_phrase(records[t].body, query) for t in ids],
+        phrase=[t in phrased for t in ids],
         length=[len(records[t].body) for t in ids],
         neighbour_sem=[
             max(at.get((records[t].sequence_key, records[t].position + d), 0.0) for d in (-1, 1)) for t in ids
@@ -280,12 +279,25 @@ def _similarities(scores: Scores, ids: list[int]) -> dict[int, float]:
     return {tid: float(scores.best[row]) for tid, row in rows.items()}
 
 
-def _idf_weights(conn: apsw.Connection, terms: list[str]) -> dict[str, float]:
-    if not terms:
-        return {}
-    total = max(1, search_store.thought_count(conn))
-    counts = search_store.term_document_counts(conn, [search.quote_term(t) for t in terms])
-    return {t: (_UNSEEN if df == 0 else ranker.idf(df, total)) for t, df in zip(terms, counts, strict=True)}
+def _body_matches(
+    conn: apsw.Connection, query: str, terms: list[str], ids: list[int]
+) -> tuple[dict[int, float], set[int], dict[str, float]]:
+    """IDF-weighted share of the query's terms in each thought's own text, which hold a phrase of
+    the query, and each term's IDF weight."""
+    phrases = search.phrase_query(query)
+    matches = [search.quote_term(t) for t in terms] + ([phrases] if phrases else [])
+    found = search_store.bodies_matching(conn, matches) if matches else []
+    total_docs = max(1, search_store.thought_count(conn))
+    weights = {
+        t: (_UNSEEN if not holders else ranker.idf(len(holders), total_docs))
+        for t, holders in zip(terms, found, strict=False)
+    }
+    total = sum(weights.values()) or 1.0
+    coverage = dict.fromkeys(ids, 0.0)
+    for term, holders in zip(terms, found, strict=False):
+        for tid in holders & coverage.keys():
+            coverage[tid] += weights[term] / total
+    return coverage, (found[-1] & coverage.keys() if phrases else set()), weights
 
 
 def _second_best(values: list[float], own: float) -> float:

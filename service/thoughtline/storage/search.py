@@ -124,12 +124,15 @@ def keyword_candidates(
     return [(int(r[0]), float(r[1])) for r in conn.execute(sql, (w.body, w.context, w.title, match, *params, limit))]
 
 
-def term_document_counts(conn: apsw.Connection, matches: Sequence[str]) -> list[int]:
-    """How many thoughts hold each FTS5 MATCH expression in their own text (for IDF weights)."""
-    return [
-        int(_one(conn, "SELECT count(*) FROM thoughts_fts WHERE thoughts_fts MATCH ?", (f"body : ({m})",)))
-        for m in matches
-    ]
+def bodies_matching(conn: apsw.Connection, matches: Sequence[str]) -> list[set[int]]:
+    """For each FTS5 MATCH expression, the ids of every thought holding it in its own text (porter-stemmed).
+
+    One posting-list scan per expression answers both "does this candidate hold the term?" and
+    the term's document frequency; constraining rowids instead made FTS5 seek once per candidate,
+    which cost ~10x more (issue 8).
+    """
+    sql = "SELECT rowid FROM thoughts_fts WHERE thoughts_fts MATCH ?"
+    return [{int(r[0]) for r in conn.execute(sql, (f"body : ({m})",))} for m in matches]
 
 
 def sequence_summaries(conn: apsw.Connection, keys: Iterable[int]) -> dict[int, tuple[int, int]]:
