@@ -29,9 +29,9 @@ import apsw
 from bench.embed_cache import CachedEmbedder
 from thoughtline.identity import Principal, reset_principal, set_principal
 from thoughtline.library import vectors
-from thoughtline.library.dense import DenseIndex
 from thoughtline.library.embed import Embedder
 from thoughtline.library.retrieval import Tuning, hybrid_search
+from thoughtline.library.search import chunk_texts
 from thoughtline.mcp.library_tools import Library
 from thoughtline.mcp.tools import ToolRegistry, core_tools
 from thoughtline.storage.db import connect
@@ -112,7 +112,9 @@ async def _write_split(data: Mapping[str, Any], data_dir: Path) -> dict[str, int
 
 def build(data: Mapping[str, Any], workdir: Path, embedder: Embedder) -> Built:
     """Write, embed and map one split (reusing a store built from the same data and chunking)."""
-    digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
+    # The store's vectors depend on the data and on how thoughts are cut into passages.
+    sample = [chunk_texts(t["thought"]) for seq in data["sequences"][:20] for t in seq["thoughts"]]
+    digest = hashlib.sha256(json.dumps([data, sample], sort_keys=True).encode()).hexdigest()[:12]
     data_dir = workdir / f"{data.get('split', 'split')}-{digest}-p{vectors.PASSAGE_MIN_CHARS}"
     path = store_path(data_dir, USER)
     mapping_file = data_dir / "ids.json"
@@ -135,7 +137,7 @@ def run_questions(
     conn: apsw.Connection, embedder: Embedder, questions: Sequence[Question], tuning: Tuning | None = None
 ) -> list[dict[str, Any]]:
     """Every question in every mode: one row per (question, mode) with its ranking and abstention."""
-    index = DenseIndex()
+    index = _index()
     tuning = tuning or Tuning()
     fields = {f.name for f in dataclasses.fields(tuning)}
     # Rank even when the search would abstain, so ranking and abstention are measured apart (a
@@ -152,6 +154,15 @@ def run_questions(
             ranked = [h.record.thought_id for h in outcome.hits]
             rows.append({"q": q, "mode": mode, "ranked": ranked, "abstained": abstained})
     return rows
+
+
+def _index() -> Any:
+    # A build before issue 8 has no dense index; its small stores searched sqlite-vec directly.
+    try:
+        from thoughtline.library.dense import DenseIndex
+    except ImportError:
+        return None
+    return DenseIndex()
 
 
 def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:

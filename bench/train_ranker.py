@@ -134,23 +134,43 @@ def folds(examples: Sequence[Example], k: int = 5) -> list[tuple[list[Example], 
     ]
 
 
+def with_ranker(examples: Sequence[Example], model: ranker.Linear) -> list[Example]:
+    """The examples with their query features' ranker columns recomputed under `model`.
+
+    (`seq_coverage` keeps the top sequences of the pool's collection-time ranking: close enough.)
+    """
+    out = []
+    for e in examples:
+        scores = model.score(e.x)
+        q = e.q.copy()
+        q[-3] = float(scores.max())
+        q[-2] = float(scores.max() - np.sort(scores)[-min(5, scores.size)])
+        out.append(Example(e.qid, e.kind, e.topic, e.x, e.y, q, e.answerable))
+    return out
+
+
 def _doubt(model: ranker.Linear, examples: Sequence[Example]) -> F:
     out: F = 1 / (1 + np.exp(-model.score(np.vstack([e.q for e in examples]))))
     return out
 
 
-def abstention_threshold(doubts_answerable: F, target: float = 0.01) -> float:
+def abstention_threshold(doubts_answerable: F, target: float = 0.01, margin: float = 0.02) -> float:
     """The lowest threshold under which at most `target` of answerable questions abstain, plus a margin."""
     ordered = np.sort(doubts_answerable)[::-1]
     allowed = int(np.floor(target * len(ordered)))
-    return float(min(0.99, ordered[allowed] + 0.02)) if len(ordered) else 0.5
+    return float(min(0.99, ordered[allowed] + margin)) if len(ordered) else 0.5
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Fit on dev, print the cross-validated estimates, optionally write the weights."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--l2", type=float, default=1.0)
-    parser.add_argument("--abstain-l2", type=float, default=4.0)
+    parser.add_argument("--abstain-l2", type=float, default=16.0)
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument(
+        "--abstain-target", type=float, default=0.01, help="share of answerable dev questions allowed to abstain"
+    )
+    parser.add_argument("--abstain-margin", type=float, default=0.02)
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "thoughtline-eval-stores")
     args = parser.parse_args(argv)
@@ -160,12 +180,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     cv_rank: list[dict[str, float]] = []
     cv_abs: list[tuple[float, float]] = []
     for train, held in folds(examples):
-        cv_rank.append(metrics(fit_pairwise(train, args.l2), held))
+        fold_ranker = fit_pairwise(train, args.l2, args.steps)
+        cv_rank.append(metrics(fold_ranker, held))
+        train, held = with_ranker(train, fold_ranker), with_ranker(held, fold_ranker)
         qx = np.vstack([e.q for e in train])
         qy = np.array([not e.answerable for e in train])
         model = fit_logistic(qx, qy, args.abstain_l2)
         doubt = partial(_doubt, model)
-        threshold = abstention_threshold(doubt([e for e in train if e.answerable]))
+        threshold = abstention_threshold(
+            doubt([e for e in train if e.answerable]), args.abstain_target, args.abstain_margin
+        )
         held_abs = [e for e in held if not e.answerable]
         held_ans = [e for e in held if e.answerable]
         cv_abs.append(
@@ -176,14 +200,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     print("cv ranker:", {k: round(float(np.mean([m[k] for m in cv_rank])), 4) for k in cv_rank[0]})
     print("cv abstain (absent, answerable):", np.round(np.nanmean(np.array(cv_abs), axis=0), 4).tolist())
-    full = fit_pairwise(examples, args.l2)
+    full = fit_pairwise(examples, args.l2, args.steps)
     print("dev (fit) ranker:", metrics(full, examples))
+    examples = with_ranker(examples, full)
     print("ranker coefficients:", dict(zip(ranker.CANDIDATE_FEATURES, np.round(full.coef, 3).tolist(), strict=True)))
     qx = np.vstack([e.q for e in examples])
     qy = np.array([not e.answerable for e in examples])
     abstain = fit_logistic(qx, qy, args.abstain_l2)
     doubts = 1 / (1 + np.exp(-abstain.score(qx)))
-    threshold = abstention_threshold(doubts[~qy])
+    threshold = abstention_threshold(doubts[~qy], args.abstain_target, args.abstain_margin)
     print("abstain coefficients:", dict(zip(ranker.QUERY_FEATURES, np.round(abstain.coef, 3).tolist(), strict=True)))
     print(f"abstain threshold {threshold:.3f}: dev absent {np.mean(doubts[qy] > threshold):.3f}, "
           f"answerable {np.mean(doubts[~qy] > threshold):.3f}")  # fmt: skip

@@ -43,6 +43,10 @@ QUERY_FEATURES = (
     "all_terms_hit",  # 1 when some thought holds every query term
     "agree",  # 1 when the keyword and vector sides share a top-5 candidate
     "idf_mass",  # log(1 + summed IDF of query terms found in the store) / 10
+    "unseen",  # share of the query's terms that no stored thought holds
+    "top_rank",  # the ranker's best score in the pool
+    "rank_margin",  # the ranker's best score minus its fifth best
+    "seq_coverage",  # best IDF-weighted share of the query's terms held anywhere in a top-3 sequence
 )
 
 
@@ -171,6 +175,9 @@ def query_features(
     all_terms_hit: bool,
     agree: bool,
     idf_found: float,
+    unseen: float,
+    ranked: NDArray[np.float64],
+    sequence_coverage: float,
 ) -> NDArray[np.float64]:
     """The abstention model's inputs for one query (see QUERY_FEATURES)."""
     top = max(sem, default=0.0)
@@ -185,6 +192,10 @@ def query_features(
             1.0 if all_terms_hit else 0.0,
             1.0 if agree else 0.0,
             math.log1p(idf_found) / 10,
+            unseen,
+            float(ranked.max()) if ranked.size else 0.0,
+            float(ranked.max() - np.sort(ranked)[-min(5, ranked.size)]) if ranked.size else 0.0,
+            sequence_coverage,
         ]
     )
 

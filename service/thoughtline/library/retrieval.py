@@ -113,7 +113,7 @@ def hybrid_search(
     elif mode == "vector":
         order = dict(pool.dense)
     else:
-        order = dict(zip(pool.ids, _rank_scores(pool, models).tolist(), strict=True))
+        order = dict(zip(pool.ids, _rank_scores(pool.features, models).tolist(), strict=True))
     doubt = None
     if mode == "hybrid" and pool.scores is not None and models.abstain is not None:
         doubt = 1.0 / (1.0 + math.exp(-float(models.abstain.score(pool.query_features[None, :])[0])))
@@ -153,11 +153,10 @@ def hybrid_search(
     return Outcome(hits, abstained, best_similarity, doubt)
 
 
-def _rank_scores(pool: Pool, models: ranker.Models) -> np.ndarray:
+def _rank_scores(f: np.ndarray, models: ranker.Models) -> np.ndarray:
     if models.ranker is not None:
-        return models.ranker.score(pool.features)
+        return models.ranker.score(f)
     # Without shipped weights: z-scored keyword and vector evidence, 0.6 / 0.4 (issue 5's fusion).
-    f = pool.features
     return 0.6 * f[:, 0] + 0.4 * ranker.zscores(f[:, 2] + 0.5 * f[:, 4])
 
 
@@ -205,7 +204,7 @@ def gather(
 
     sem = {tid: sem_of(tid) for tid in ids}
     seq_cos = {tid: (0.0 if tid not in rows or scores is None else float(scores.sequence[rows[tid]])) for tid in ids}
-    coverage, phrased, weights = _body_matches(conn, query, terms, ids)
+    coverage, phrased, weights, holders = _body_matches(conn, query, terms, ids)
     at = {(records[t].sequence_key, records[t].position): sem[t] for t in ids}
     by_seq: dict[int, list[float]] = {}
     for t in ids:
@@ -226,6 +225,9 @@ def gather(
         ],
         seq_best=[_second_best(by_seq[records[t].sequence_key], sem[t]) for t in ids],
     )
+    features = ranker.candidate_features(evidence)
+    ranked = _rank_scores(features, models)
+    top_rows = [int(i) for i in np.argsort(-ranked)[:3]]
     kw_top = set(sorted(keyword, key=keyword.__getitem__, reverse=True)[:5])
     dn_top = set(sorted(dense, key=dense.__getitem__, reverse=True)[:5])
     top5 = sorted(ids, key=lambda t: -(sem[t] + coverage[t]))[:5]
@@ -239,8 +241,11 @@ def gather(
         all_terms_hit=any(c >= 0.999 for c in coverage.values()),
         agree=bool(kw_top & dn_top),
         idf_found=sum(w for w in weights.values() if w < _UNSEEN),
+        unseen=sum(1 for w in weights.values() if w >= _UNSEEN) / max(1, len(weights)),
+        ranked=ranked,
+        sequence_coverage=_sequence_coverage(conn, [records[ids[i]].sequence_key for i in top_rows], holders, weights),
     )
-    return Pool(ids, records, ranker.candidate_features(evidence), qf, keyword, dense, sims, scores, terms)
+    return Pool(ids, records, features, qf, keyword, dense, sims, scores, terms)
 
 
 # The IDF weight of a query term no stored thought holds (BM25's IDF of a term in 0 of 1 rows).
@@ -281,7 +286,7 @@ def _similarities(scores: Scores, ids: list[int]) -> dict[int, float]:
 
 def _body_matches(
     conn: apsw.Connection, query: str, terms: list[str], ids: list[int]
-) -> tuple[dict[int, float], set[int], dict[str, float]]:
+) -> tuple[dict[int, float], set[int], dict[str, float], dict[str, set[int]]]:
     """IDF-weighted share of the query's terms in each thought's own text, which hold a phrase of
     the query, and each term's IDF weight."""
     phrases = search.phrase_query(query)
@@ -297,7 +302,27 @@ def _body_matches(
     for term, holders in zip(terms, found, strict=False):
         for tid in holders & coverage.keys():
             coverage[tid] += weights[term] / total
-    return coverage, (found[-1] & coverage.keys() if phrases else set()), weights
+    holders = dict(zip(terms, found, strict=False))
+    return coverage, (found[-1] & coverage.keys() if phrases else set()), weights, holders
+
+
+def _sequence_coverage(
+    conn: apsw.Connection, sequences: list[int], holders: dict[str, set[int]], weights: dict[str, float]
+) -> float:
+    """Best IDF-weighted share of the query's terms found anywhere in one of the top-ranked sequences.
+
+    A near miss shares some words with a stored topic but not the one that names its subject
+    ("red pandas at the zoo" against a stored zoo trip), so the best sequence leaves it uncovered.
+    """
+    total = sum(weights.values())
+    if not sequences or total <= 0:
+        return 0.0
+    members = search_store.sequence_members(conn, sorted(set(sequences)))
+    best = 0.0
+    for ids in members.values():
+        share = sum(weights[t] for t, held in holders.items() if held & ids) / total
+        best = max(best, share)
+    return best
 
 
 def _second_best(values: list[float], own: float) -> float:
@@ -316,7 +341,7 @@ def _snippet(pool: Pool, tid: int, tuning: Tuning) -> str:
         slot = 0 if row is None else scores.best_slot(row)
         passage = search.passage_of(body, slot, tuning.passage_min_chars)
         # A keyword match whose words sit outside the closest passage shows its words instead.
-        inside = not pool.terms or search.term_coverage(passage, pool.terms, {}) > 0
+        inside = not pool.terms or search.term_coverage(passage, pool.terms) > 0
         if slot > 0 and (inside or tid not in pool.keyword):
             return search.make_snippet(passage, pool.terms)
     return search.make_snippet(body, pool.terms)

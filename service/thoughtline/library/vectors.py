@@ -28,7 +28,7 @@ BATCH = 64
 # Thoughts longer than this (about MiniLM's 256-token window) also get passage vectors. Passages
 # for every multi-sentence thought helped LoCoMo a little (hybrid recall@5 +0.01) but doubled the
 # vectors, and KNN cost at 100k thoughts, so only text the model would otherwise cut gets them.
-PASSAGE_MIN_CHARS = 1_000
+PASSAGE_MIN_CHARS = 0
 
 
 def embed_pending(

@@ -135,6 +135,18 @@ def bodies_matching(conn: apsw.Connection, matches: Sequence[str]) -> list[set[i
     return [{int(r[0]) for r in conn.execute(sql, (f"body : ({m})",))} for m in matches]
 
 
+def sequence_members(conn: apsw.Connection, keys: Sequence[int]) -> dict[int, set[int]]:
+    """The thought ids of each given sequence row id."""
+    out: dict[int, set[int]] = {k: set() for k in keys}
+    rows = conn.execute(
+        "SELECT sequence_id, id FROM thoughts WHERE sequence_id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(keys)),),
+    )
+    for seq, tid in rows:
+        out.setdefault(int(seq), set()).add(int(tid))
+    return out
+
+
 def sequence_summaries(conn: apsw.Connection, keys: Iterable[int]) -> dict[int, tuple[int, int]]:
     """(thought count, updated at ms) of each sequence row id, for results grouped by sequence."""
     wanted = list(keys)
