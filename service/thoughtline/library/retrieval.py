@@ -299,11 +299,11 @@ def _body_matches(
     }
     total = sum(weights.values()) or 1.0
     coverage = dict.fromkeys(ids, 0.0)
-    for term, holders in zip(terms, found, strict=False):
-        for tid in holders & coverage.keys():
+    by_term = dict(zip(terms, found, strict=False))
+    for term, held in by_term.items():
+        for tid in held & coverage.keys():
             coverage[tid] += weights[term] / total
-    holders = dict(zip(terms, found, strict=False))
-    return coverage, (found[-1] & coverage.keys() if phrases else set()), weights, holders
+    return coverage, (found[-1] & coverage.keys() if phrases else set()), weights, by_term
 
 
 def _sequence_coverage(
