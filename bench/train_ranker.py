@@ -179,6 +179,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     examples = collect(models, args.workdir)
     cv_rank: list[dict[str, float]] = []
     cv_abs: list[tuple[float, float]] = []
+    # Doubts of answerable questions from the fold that did not see them: in-sample doubts are
+    # overconfident, so the shipped threshold is set on these.
+    held_out_doubts: list[float] = []
     for train, held in folds(examples):
         fold_ranker = fit_pairwise(train, args.l2, args.steps)
         cv_rank.append(metrics(fold_ranker, held))
@@ -192,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         held_abs = [e for e in held if not e.answerable]
         held_ans = [e for e in held if e.answerable]
+        held_out_doubts.extend(doubt(held_ans).tolist() if held_ans else [])
         cv_abs.append(
             (
                 float(np.mean(doubt(held_abs) > threshold)) if held_abs else float("nan"),
@@ -208,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     qy = np.array([not e.answerable for e in examples])
     abstain = fit_logistic(qx, qy, args.abstain_l2)
     doubts = 1 / (1 + np.exp(-abstain.score(qx)))
-    threshold = abstention_threshold(doubts[~qy], args.abstain_target, args.abstain_margin)
+    threshold = abstention_threshold(np.array(held_out_doubts), args.abstain_target, args.abstain_margin)
     print("abstain coefficients:", dict(zip(ranker.QUERY_FEATURES, np.round(abstain.coef, 3).tolist(), strict=True)))
     print(f"abstain threshold {threshold:.3f}: dev absent {np.mean(doubts[qy] > threshold):.3f}, "
           f"answerable {np.mean(doubts[~qy] > threshold):.3f}")  # fmt: skip

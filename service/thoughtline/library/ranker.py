@@ -200,6 +200,26 @@ def query_features(
     )
 
 
+# The abstention model was calibrated on a store of ~560 thoughts. In a smaller store most words
+# are unseen, IDF is flat and the pool is a handful of thoughts, so the vocabulary and
+# pool-relative features say little: they are pulled towards the calibration mean in proportion
+# to how much smaller the store is. Cosine levels and term coverage keep their full weight.
+CALIBRATION_STORE = 500
+VOCABULARY_FEATURES = ("idf_mass", "unseen", "top_margin", "top_rank", "rank_margin", "agree")
+
+
+def shrink_vocabulary(features: NDArray[np.float64], model: Linear, thoughts: int) -> NDArray[np.float64]:
+    """`features` with the vocabulary columns shrunk towards `model`'s mean in small stores."""
+    trust = min(1.0, thoughts / CALIBRATION_STORE)
+    if trust >= 1.0:
+        return features
+    out = features.copy()
+    for name in VOCABULARY_FEATURES:
+        i = QUERY_FEATURES.index(name)
+        out[i] = trust * out[i] + (1 - trust) * model.mean[i]
+    return out
+
+
 def idf(document_frequency: int, total: int) -> float:
     """BM25's inverse document frequency (never negative)."""
     return math.log(1.0 + (total - document_frequency + 0.5) / (document_frequency + 0.5))

@@ -209,8 +209,7 @@ def gather(
     by_seq: dict[int, list[float]] = {}
     for t in ids:
         by_seq.setdefault(records[t].sequence_key, []).append(sem[t])
-    kw_rank = {tid: r for r, tid in enumerate(sorted(keyword, key=keyword.__getitem__, reverse=True))}
-    dn_rank = {tid: r for r, tid in enumerate(sorted(dense, key=dense.__getitem__, reverse=True))}
+    kw_rank, dn_rank = _ranks(keyword), _ranks(dense)
     evidence = ranker.Evidence(
         keyword=[keyword.get(t) for t in ids],
         keyword_rank=[kw_rank.get(t) for t in ids],
@@ -245,6 +244,8 @@ def gather(
         ranked=ranked,
         sequence_coverage=_sequence_coverage(conn, [records[ids[i]].sequence_key for i in top_rows], holders, weights),
     )
+    if models.abstain is not None:
+        qf = ranker.shrink_vocabulary(qf, models.abstain, search_store.thought_count(conn))
     return Pool(ids, records, features, qf, keyword, dense, sims, scores, terms)
 
 
@@ -323,6 +324,15 @@ def _sequence_coverage(
         share = sum(weights[t] for t, held in holders.items() if held & ids) / total
         best = max(best, share)
     return best
+
+
+def _ranks(scores: dict[int, float]) -> dict[int, int]:
+    """Each id's rank by score, best 0; equal scores share a rank (identical thoughts score alike)."""
+    ordered = sorted(scores.values(), reverse=True)
+    first: dict[float, int] = {}
+    for rank, value in enumerate(ordered):
+        first.setdefault(value, rank)
+    return {tid: first[value] for tid, value in scores.items()}
 
 
 def _second_best(values: list[float], own: float) -> float:

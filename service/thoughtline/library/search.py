@@ -1,4 +1,4 @@
-"""Pure search logic: FTS5 query building, score fusion, snippets and abstention.
+"""Pure search logic: FTS5 query building, phrase bonuses, passages and snippets.
 
 Nothing here touches SQLite or the model, so every rule is tested directly. The store queries
 live in `storage/search.py`; `retrieval.py` wires the two together.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 # Words that carry no topic in a question. Kept small: porter stemming already folds most
 # inflections, and dropping a real topic word costs more recall than an extra OR term costs rank.
@@ -97,120 +97,6 @@ def add_scores(base: Mapping[int, float], bonus: Mapping[int, float], weight: fl
     for key, value in bonus.items():
         out[key] = out.get(key, floor) + weight * value
     return out
-
-
-def minmax(scores: Mapping[int, float]) -> dict[int, float]:
-    """Rescale scores to [0, 1]; a single candidate (or all equal) maps to 1."""
-    if not scores:
-        return {}
-    low, high = min(scores.values()), max(scores.values())
-    span = high - low
-    if span <= 0:
-        return dict.fromkeys(scores, 1.0)
-    return {key: (value - low) / span for key, value in scores.items()}
-
-
-def fuse_weighted(
-    keyword: Mapping[int, float], dense: Mapping[int, float], dense_weight: float, extra: Iterable[int] = ()
-) -> dict[int, float]:
-    """Weighted sum of min-max-normalised keyword (higher = better) and dense scores.
-
-    A candidate missing from one side scores 0 there. On LoCoMo this beat RRF, which throws
-    away how far ahead the best keyword match is (issue 5); z-scores beat both.
-    """
-    kw, dn = minmax(keyword), minmax(dense)
-    return {
-        key: (1.0 - dense_weight) * kw.get(key, 0.0) + dense_weight * dn.get(key, 0.0)
-        for key in set(kw) | set(dn) | set(extra)
-    }
-
-
-def fuse_rrf(rankings: Sequence[Sequence[int]], k: int = 60) -> dict[int, float]:
-    """Reciprocal rank fusion of several best-first id lists (kept for the evaluation's comparison)."""
-    fused: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, key in enumerate(ranking):
-            fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank + 1)
-    return fused
-
-
-def zscores(scores: Mapping[int, float]) -> dict[int, float]:
-    """Standardise scores to mean 0, deviation 1 over the candidates; no spread maps to 0."""
-    if len(scores) < 2:
-        return dict.fromkeys(scores, 0.0)
-    values = list(scores.values())
-    mean = sum(values) / len(values)
-    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
-    if spread <= 0:
-        return dict.fromkeys(scores, 0.0)
-    return {key: (value - mean) / spread for key, value in scores.items()}
-
-
-def _floor(z: Mapping[int, float]) -> float:
-    # What a candidate the side did not return counts as: its weakest candidate, or one deviation
-    # below the others when the side has no spread (a single hit must still beat no hit).
-    if not z:
-        return 0.0
-    low, high = min(z.values()), max(z.values())
-    return low if high > low else low - 1.0
-
-
-def fuse_zscore(
-    keyword: Mapping[int, float], dense: Mapping[int, float], dense_weight: float, extra: Iterable[int] = ()
-) -> dict[int, float]:
-    """Weighted sum of z-scored keyword and dense scores; a side that missed a candidate gives its minimum.
-
-    Unlike min-max, one outlier does not squash every other score on its side towards zero.
-    `extra` ids (found by neither side) are scored as missed by both.
-    """
-    kw, dn = zscores(keyword), zscores(dense)
-    kw_floor, dn_floor = _floor(kw), _floor(dn)
-    return {
-        key: (1.0 - dense_weight) * kw.get(key, kw_floor) + dense_weight * dn.get(key, dn_floor)
-        for key in set(kw) | set(dn) | set(extra)
-    }
-
-
-def context_boost(
-    scores: Mapping[int, float],
-    place: Mapping[int, tuple[int, int]],
-    neighbor_weight: float,
-    group_weight: float,
-    top: int = 3,
-) -> dict[int, float]:
-    """Sequence-aware scoring: credit a thought for strong neighbours and a strong sequence.
-
-    `place` maps a thought to (sequence, position). Scores are first shifted so the weakest
-    candidate is 0. A thought then gains `neighbor_weight` times the better of the thoughts just
-    before and after it (a step's meaning often spans two), and `group_weight` times the mean of
-    its sequence's best `top` scores (a sequence holding several matches is about the topic).
-    """
-    if not scores:
-        return {}
-    floor = min(scores.values())
-    shifted = {key: value - floor for key, value in scores.items()}
-    at = {place[key]: value for key, value in shifted.items() if key in place}
-    best: dict[int, list[float]] = {}
-    for key, value in shifted.items():
-        if key in place:
-            best.setdefault(place[key][0], []).append(value)
-    strength = {seq: sum(sorted(v, reverse=True)[:top]) / top for seq, v in best.items()}
-    out: dict[int, float] = {}
-    for key, value in shifted.items():
-        if key not in place:
-            out[key] = value
-            continue
-        seq, pos = place[key]
-        neighbour = max(at.get((seq, pos - 1), 0.0), at.get((seq, pos + 1), 0.0))
-        out[key] = value + neighbor_weight * neighbour + group_weight * strength[seq]
-    return out
-
-
-def should_abstain(best_similarity: float | None, keyword_hits: int, threshold: float) -> bool:
-    """Say nothing is stored when no (strong) keyword match exists and the closest meaning is weak."""
-    if keyword_hits > 0:
-        return False
-    return best_similarity is None or best_similarity < threshold
 
 
 def make_snippet(body: str, terms: Sequence[str], width: int = 200) -> str:
