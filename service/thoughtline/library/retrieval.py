@@ -5,8 +5,8 @@ in-memory vectors of `dense.py` and an `Embedder`. Runs on one read connection (
 vectors still missing are the caller's to embed first (see `vectors.py`), so a search never writes.
 
 The pipeline: keyword candidates (BM25 over the thought, its neighbours and its title, plus a
-phrase bonus) and vector candidates (whole-thought, best-passage and sequence cosines) form a pool
-with their neighbours; the learned ranker orders the pool; the abstention model decides whether
+phrase bonus) and vector candidates (whole-thought, best-sentence and sequence cosines) form a
+pool; the learned ranker orders the pool; the abstention model decides whether
 anything in it is relevant at all.
 """
 
@@ -191,21 +191,23 @@ def gather(
         empty = np.zeros((0, len(ranker.CANDIDATE_FEATURES)))
         return Pool(ids, records, empty, np.zeros(0), keyword, dense, sims, scores, terms)
 
-    found = set(keyword) | set(dense)
-    neighbours = search_store.neighbour_ids(conn, found, filters)
-    ids = sorted(found | set(neighbours))
+    ids = sorted(set(keyword) | set(dense))
     records = search_store.load_thoughts(conn, ids)
     ids = [t for t in ids if t in records]
-    rows = scores.lookup(ids) if scores is not None else {}
+    # Neighbours are evidence, not candidates: their cosines come from the index, no rows needed.
+    pairs = search_store.neighbour_pairs(conn, ids, filters)
+    rows = scores.lookup([*ids, *(n for _, n in pairs)]) if scores is not None else {}
 
     def sem_of(tid: int) -> float:
         row = rows.get(tid)
         return 0.0 if row is None or scores is None else float(scores.whole[row] + scores.best[row]) / 2
 
     sem = {tid: sem_of(tid) for tid in ids}
+    near: dict[int, float] = {}
+    for tid, other in pairs:
+        near[tid] = max(near.get(tid, 0.0), sem_of(other))
     seq_cos = {tid: (0.0 if tid not in rows or scores is None else float(scores.sequence[rows[tid]])) for tid in ids}
     coverage, phrased, weights, holders = _body_matches(conn, query, terms, ids)
-    at = {(records[t].sequence_key, records[t].position): sem[t] for t in ids}
     by_seq: dict[int, list[float]] = {}
     for t in ids:
         by_seq.setdefault(records[t].sequence_key, []).append(sem[t])
@@ -219,9 +221,7 @@ def gather(
         coverage=[coverage[t] for t in ids],
         phrase=[t in phrased for t in ids],
         length=[len(records[t].body) for t in ids],
-        neighbour_sem=[
-            max(at.get((records[t].sequence_key, records[t].position + d), 0.0) for d in (-1, 1)) for t in ids
-        ],
+        neighbour_sem=[near.get(t, 0.0) for t in ids],
         seq_best=[_second_best(by_seq[records[t].sequence_key], sem[t]) for t in ids],
     )
     features = ranker.candidate_features(evidence)

@@ -202,18 +202,18 @@ def best_per_thought(scored: Iterable[tuple[int, float]], k: int) -> list[tuple[
     return sorted(best.items(), key=lambda item: -item[1])[:k]
 
 
-def neighbour_ids(conn: apsw.Connection, ids: Iterable[int], filters: SearchFilters) -> list[int]:
-    """Thoughts written just before or after the given ones in the same sequence (filters apply)."""
+def neighbour_pairs(conn: apsw.Connection, ids: Iterable[int], filters: SearchFilters) -> list[tuple[int, int]]:
+    """(thought, neighbour) for the thoughts written just before and after each given one (filters apply)."""
     wanted = list(ids)
     if not wanted:
         return []
     where, params = _where(filters)
     sql = (
-        "SELECT DISTINCT t.id FROM thoughts c JOIN thoughts t ON t.sequence_id = c.sequence_id "
+        "SELECT c.id, t.id FROM thoughts c JOIN thoughts t ON t.sequence_id = c.sequence_id "
         "AND t.position IN (c.position - 1, c.position + 1) JOIN sequences s ON s.id = t.sequence_id "
         f"WHERE c.id IN (SELECT value FROM json_each(?)){where}"
     )
-    return [int(r[0]) for r in conn.execute(sql, (json.dumps(wanted), *params))]
+    return [(int(r[0]), int(r[1])) for r in conn.execute(sql, (json.dumps(wanted), *params))]
 
 
 def load_thoughts(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, ThoughtRecord]:
