@@ -29,7 +29,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.run
 
 eval: $(STAMP)
-	$(BIN)/python -m bench.eval_locomo
+	$(BIN)/python -m bench.eval_reasoning --splits dev,test --locomo
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

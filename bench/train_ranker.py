@@ -26,7 +26,8 @@ from bench.embed_cache import CachedEmbedder
 from bench.eval_reasoning import DATA, build
 from thoughtline.library import ranker
 from thoughtline.library.dense import DenseIndex
-from thoughtline.library.retrieval import Tuning, gather
+from thoughtline.library.pipeline import gather
+from thoughtline.library.retrieval import Tuning
 from thoughtline.storage.db import connect
 from thoughtline.storage.search import SearchFilters
 

@@ -138,6 +138,12 @@ def _matches(word: str, wanted: set[str]) -> bool:
     return len(word) > 3 and any(len(w) > 3 and (word.startswith(w) or w.startswith(word)) for w in wanted)
 
 
+# Thoughts longer than this also get one vector per sentence. Issue 5 kept passages for text past
+# MiniLM's window (1,000 chars); on the reasoning set's dev split every multi-sentence step gains
+# from them (vector-only recall@5 0.617 whole-thought -> 0.664 with best-sentence and sequence
+# evidence, issue 8), at ~2.7 vectors per thought (a 5k store: ~14k vectors, ~2 ms a query).
+PASSAGE_MIN_CHARS = 0
+
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 MAX_CHUNKS = 16
 

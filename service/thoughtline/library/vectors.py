@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import apsw
 import numpy as np
 
+from thoughtline.library.search import PASSAGE_MIN_CHARS as PASSAGE_MIN_CHARS
 from thoughtline.library.search import chunk_texts
 from thoughtline.storage import search as search_store
 from thoughtline.storage.migrations import VECTOR_SLOTS
@@ -22,11 +23,6 @@ if TYPE_CHECKING:
     from thoughtline.library.embed import Embedder
 
 BATCH = 64
-# Thoughts longer than this also get one vector per sentence. Issue 5 kept passages for text past
-# MiniLM's window (1,000 chars); on the reasoning set's dev split every multi-sentence step gains
-# from them (vector-only recall@5 0.617 whole-thought -> 0.664 with best-sentence and sequence
-# evidence, issue 8), at ~2.7 vectors per thought (a 5k store: ~14k vectors, ~2 ms a query).
-PASSAGE_MIN_CHARS = 0
 
 
 def embed_pending(
