@@ -62,7 +62,7 @@ bench: $(DEV_STAMP)
 	$(BIN)/python -m bench.run
 
 eval: $(STAMP)
-	$(BIN)/python -m bench.eval_locomo
+	$(BIN)/python -m bench.eval_reasoning --splits dev,test --locomo
 	$(BIN)/python -m bench.eval_threads
 
 eval-threads: $(STAMP)

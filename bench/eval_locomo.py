@@ -6,7 +6,7 @@ searched keyword-only, vector-only and hybrid; a question's recall@k is the shar
 turns in the top k. LoCoMo is CC BY-NC (evaluation only): it is read from ../shared and the stores
 are built under a scratch directory, never inside the package.
 
-    python -m bench.eval_locomo [--conversations 26,30] [--dense-weight 0.55] ...
+    python -m bench.eval_locomo [--conversations 26,30] [--phrase-weight 0.5] ...
 """
 
 from __future__ import annotations
@@ -23,13 +23,20 @@ from pathlib import Path
 
 import apsw
 
+from bench.embed_cache import CachedEmbedder
 from thoughtline.library import vectors
-from thoughtline.library.embed import MiniLMEmbedder
+from thoughtline.library.dense import DenseIndex
+from thoughtline.library.embed import Embedder, MiniLMEmbedder
 from thoughtline.library.retrieval import Tuning, hybrid_search
 from thoughtline.storage.db import connect
 from thoughtline.storage.migrations import migrate
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.zip"
+_RELEASE = Path("shared") / "data" / "locomo" / "locomo10.zip"
+# ../shared beside the checkout (a worktree sits one level deeper than the main checkout).
+DATA = next(
+    (p / _RELEASE for p in Path(__file__).resolve().parents if (p / _RELEASE).exists()),
+    Path(__file__).resolve().parents[2] / _RELEASE,
+)
 MODES = ("keyword", "vector", "hybrid")
 
 
@@ -70,7 +77,9 @@ def turn_text(turn: dict[str, str]) -> str:
     return text
 
 
-def build_store(path: Path, convo: dict[str, object], passage_min_chars: int) -> dict[str, int]:
+def build_store(
+    path: Path, convo: dict[str, object], passage_min_chars: int, embedder: Embedder | None = None
+) -> dict[str, int]:
     """Write one conversation into a fresh store, embed it, and map dia_id → thought id."""
     conn = connect(path, "wal")
     migrate(conn)
@@ -98,7 +107,7 @@ def build_store(path: Path, convo: dict[str, object], passage_min_chars: int) ->
                     (seq, position, position, len(turns), int(position < len(turns)), turn_text(turn), stamp),
                 )
                 dia_to_id[turn["dia_id"]] = conn.last_insert_rowid()
-    vectors.backfill(conn, MiniLMEmbedder(), passage_min_chars=passage_min_chars)
+    vectors.backfill(conn, embedder or MiniLMEmbedder(), passage_min_chars=passage_min_chars)
     conn.close()
     return dia_to_id
 
@@ -117,17 +126,16 @@ def questions(convo: dict[str, object], dia_to_id: dict[str, int]) -> list[Quest
     return out
 
 
-def evaluate(
-    conn: apsw.Connection, embedder: MiniLMEmbedder, qs: Sequence[Question], tuning: Tuning
-) -> dict[str, Scores]:
+def evaluate(conn: apsw.Connection, embedder: Embedder, qs: Sequence[Question], tuning: Tuning) -> dict[str, Scores]:
     """Run every question in every mode and collect the metrics."""
     results = {m: Scores([], [], [], [], [], []) for m in MODES}
     # Abstention is a product behaviour; the evaluation ranks everything.
-    tuning = replace(tuning, abstain_below=-1.0)
+    tuning = replace(tuning, abstain=False)
+    index = DenseIndex()
     for q in qs:
         for mode in MODES:
             start = time.perf_counter()
-            outcome = hybrid_search(conn, embedder, q.text, limit=10, tuning=tuning, mode=mode)
+            outcome = hybrid_search(conn, embedder, q.text, limit=10, tuning=tuning, mode=mode, index=index)
             elapsed = (time.perf_counter() - start) * 1000
             ranked = [h.record.thought_id for h in outcome.hits]
             s = results[mode]
@@ -139,6 +147,54 @@ def evaluate(
             s.latency_ms.append(elapsed)
             s.category.append(q.category)
     return results
+
+
+def open_store(
+    workdir: Path, cid: str, convo: dict[str, object], passage_min_chars: int, embedder: Embedder
+) -> tuple[Path, dict[str, int]]:
+    """Build one conversation's store, or reuse it from `workdir` (upgrading its schema)."""
+    store = workdir / f"locomo-{cid}-p{passage_min_chars}.sqlite"
+    mapping_file = store.with_suffix(".map.json")
+    if store.exists() and mapping_file.exists():
+        dia_to_id: dict[str, int] = json.loads(mapping_file.read_text())
+        # A store cached by an older build gets the newer search migrations (its vectors
+        # stay valid), which also exercises the upgrade path.
+        upgrade = connect(store, "wal")
+        migrate(upgrade)
+        vectors.backfill(upgrade, embedder, passage_min_chars=passage_min_chars)
+        upgrade.close()
+    else:
+        for stale in workdir.glob(store.name + "*"):
+            stale.unlink()
+        dia_to_id = build_store(store, convo, passage_min_chars, embedder)
+        mapping_file.write_text(json.dumps(dia_to_id))
+    return store, dia_to_id
+
+
+def summary_by_mode(
+    workdir: Path, embedder: Embedder, tuning: Tuning | None = None
+) -> dict[str, dict[str, dict[str, float]]]:
+    """All ten conversations in every mode, shaped like `eval_reasoning.summarise` (held out: never tuned on)."""
+    totals = {m: Scores([], [], [], [], [], []) for m in MODES}
+    for cid, convo in conversations(DATA):
+        store, dia_to_id = open_store(workdir, cid, convo, vectors.PASSAGE_MIN_CHARS, embedder)
+        conn = connect(store, "wal", readonly=True)
+        result = evaluate(conn, embedder, questions(convo, dia_to_id), tuning or Tuning())
+        conn.close()
+        for mode in MODES:
+            for name in ("r5", "r10", "hit5", "rr", "latency_ms", "category"):
+                getattr(totals[mode], name).extend(getattr(result[mode], name))
+    return {
+        mode: {
+            "all": {
+                "n": len(s.r5),
+                "recall@5": round(statistics.fmean(s.r5), 4),
+                "recall@10": round(statistics.fmean(s.r10), 4),
+                "mrr": round(statistics.fmean(s.rr), 4),
+            }
+        }
+        for mode, s in totals.items()
+    }
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -159,10 +215,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="thoughts longer than this also get passage vectors (0: every multi-sentence thought)",
     )
     defaults = Tuning()
-    parser.add_argument("--fusion", choices=("zscore", "minmax", "rrf"), default=defaults.fusion)
-    parser.add_argument("--dense-weight", type=float, default=defaults.dense_weight)
-    parser.add_argument("--neighbor-weight", type=float, default=defaults.neighbor_weight)
-    parser.add_argument("--group-weight", type=float, default=defaults.group_weight)
     parser.add_argument("--pool", type=int, default=defaults.pool)
     parser.add_argument("--context-weight", type=float, default=defaults.context_weight)
     parser.add_argument("--title-weight", type=float, default=defaults.title_weight)
@@ -171,10 +223,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     tuning = replace(
         defaults,
-        fusion=args.fusion,
-        dense_weight=args.dense_weight,
-        neighbor_weight=args.neighbor_weight,
-        group_weight=args.group_weight,
         pool=args.pool,
         context_weight=args.context_weight,
         title_weight=args.title_weight,
@@ -184,26 +232,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="locomo-") as scratch:
         workdir = args.workdir or Path(scratch)
         workdir.mkdir(parents=True, exist_ok=True)
-        embedder = MiniLMEmbedder()
+        embedder = CachedEmbedder()
         totals = {m: Scores([], [], [], [], [], []) for m in MODES}
         per_convo: dict[str, float] = {}
         for cid, convo in conversations(args.data):
             if wanted and cid not in wanted:
                 continue
-            store = workdir / f"locomo-{cid}-p{args.passage_min_chars}.sqlite"
-            mapping_file = store.with_suffix(".map.json")
-            if store.exists() and mapping_file.exists():
-                dia_to_id = json.loads(mapping_file.read_text())
-                # A store cached by an older build gets the newer search migrations (its vectors
-                # stay valid), which also exercises the upgrade path.
-                upgrade = connect(store, "wal")
-                migrate(upgrade)
-                upgrade.close()
-            else:
-                for stale in workdir.glob(store.name + "*"):
-                    stale.unlink()
-                dia_to_id = build_store(store, convo, args.passage_min_chars)
-                mapping_file.write_text(json.dumps(dia_to_id))
+            store, dia_to_id = open_store(workdir, cid, convo, args.passage_min_chars, embedder)
             conn = connect(store, "wal", readonly=True)
             result = evaluate(conn, embedder, questions(convo, dia_to_id), tuning)
             conn.close()

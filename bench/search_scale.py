@@ -1,4 +1,4 @@
-"""Search at scale: latency with 10k and 100k thoughts in one store, embedding throughput, RSS.
+"""Search at scale: latency with 5k and 100k thoughts in one store, embedding throughput, RSS.
 
 Stores are real SQLite files with the real migrations. Embedding 100k thoughts would take the
 better part of an hour on two cores, so the big stores get synthetic text (Zipf-distributed words,
@@ -6,7 +6,7 @@ so FTS5 sees realistic posting lists) and random unit vectors; KNN cost does not
 the vectors mean. Queries are real sentences embedded by the real model, so the reported hybrid
 latency includes query embedding, FTS5, KNN, fusion and loading the result rows.
 
-    python -m bench.search_scale [--sizes 10000,100000] [--queries 100]
+    python -m bench.search_scale [--sizes 5000,100000] [--queries 100]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from thoughtline.library import vectors
+from thoughtline.library.dense import DenseIndex
 from thoughtline.library.embed import MiniLMEmbedder
 from thoughtline.library.retrieval import hybrid_search
 from thoughtline.storage import search as search_store
@@ -89,10 +89,16 @@ def build(path: Path, n: int, seed: int = 7) -> None:
     ids = search_store.pending_vector_ids(conn, n)
     for start in range(0, len(ids), 5_000):
         chunk = ids[start : start + 5_000]
-        mat = nprng.standard_normal((len(chunk), 384)).astype(np.float32)
+        # One to four vectors a thought (the whole text and its passages), as multi-sentence steps get.
+        slots = [1 + tid % 4 for tid in chunk]
+        mat = nprng.standard_normal((sum(slots), 384)).astype(np.float32)
         mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+        rows, at = [], 0
+        for tid, n in zip(chunk, slots, strict=True):
+            rows.append((tid, [mat[at + j].tobytes() for j in range(n)]))
+            at += n
         with conn:
-            search_store.store_vectors(conn, [(tid, [mat[i].tobytes()]) for i, tid in enumerate(chunk)])
+            search_store.store_vectors(conn, rows)
     conn.close()
 
 
@@ -126,23 +132,23 @@ def measure(path: Path, embedder: MiniLMEmbedder, queries: int) -> dict[str, obj
 
     pick = cycle()
     knn = _timed(lambda: search_store.vector_candidates(conn, qvecs[pick()].tobytes(), 50), queries)
-    index = vectors.VectorIndex()
+    index = DenseIndex()
     t0 = time.perf_counter()
     index.refresh(conn)
     load_s = time.perf_counter() - t0
     pick = cycle()
-    mem = _timed(lambda: index.search(qvecs[pick()], 50), queries)
+    mem = _timed(lambda: index.score(qvecs[pick()]), queries)
     pick = cycle()
-    hybrid_vec0 = _timed(lambda: hybrid_search(conn, embedder, QUERIES[pick()]), queries)
+    by_sequence = _timed(lambda: hybrid_search(conn, embedder, QUERIES[pick()], index=index, by="sequence"), queries)
     pick = cycle()
     hybrid_mem = _timed(lambda: hybrid_search(conn, embedder, QUERIES[pick()], index=index), queries)
     conn.close()
     return {
         "knn_sqlite_vec": _summary(knn),
-        "knn_numpy_index": _summary(mem),
+        "dense_scores_numpy": _summary(mem),
         "index_load_s": round(load_s, 2),
-        "hybrid_search_sqlite_vec": _summary(hybrid_vec0),
-        "hybrid_search_numpy_index": _summary(hybrid_mem),
+        "hybrid_search": _summary(hybrid_mem),
+        "hybrid_search_by_sequence": _summary(by_sequence),
         "rss_mb": round(_rss_mb(), 1),
     }
 
@@ -150,7 +156,7 @@ def measure(path: Path, embedder: MiniLMEmbedder, queries: int) -> dict[str, obj
 def main(argv: Sequence[str] | None = None) -> None:
     """Build the stores, measure, print JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--sizes", default="5000,100000")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--workdir", type=Path, default=None, help="reuse stores here (default: a temp dir)")
     args = parser.parse_args(argv)

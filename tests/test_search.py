@@ -8,67 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-import numpy as np
 import pytest
 
 from tests.golden.harness import LibraryHarness, library_harness
 from tests.support import text
-from thoughtline.library import search, vectors
+from thoughtline.library import search
 from thoughtline.library.embed import MiniLMEmbedder
-from thoughtline.storage import search as search_store
 from thoughtline.storage.db import connect
 from thoughtline.storage.router import store_path
 
 # --- pure rules ------------------------------------------------------------------------------
-
-
-def test_minmax_maps_the_best_to_one_and_the_worst_to_zero() -> None:
-    assert search.minmax({1: 2.0, 2: 4.0, 3: 3.0}) == {1: 0.0, 2: 1.0, 3: 0.5}
-    assert search.minmax({7: 0.3}) == {7: 1.0}
-    assert search.minmax({}) == {}
-
-
-def test_weighted_fusion_scores_a_missing_side_as_zero() -> None:
-    fused = search.fuse_weighted({1: 10.0, 2: 5.0}, {2: 0.9, 3: 0.5}, dense_weight=0.6)
-    assert fused[1] == pytest.approx(0.4)  # best keyword, no vector match
-    assert fused[2] == pytest.approx(0.6)  # worst keyword, best vector
-    assert fused[3] == pytest.approx(0.0)
-
-
-def test_rrf_rewards_agreement_between_rankings() -> None:
-    fused = search.fuse_rrf([[1, 2, 3], [2, 1, 4]])
-    assert fused[1] == fused[2] > fused[3] == fused[4]
-    assert search.fuse_rrf([[5, 6], [6]])[6] > search.fuse_rrf([[5, 6], [6]])[5]
-
-
-def test_context_boost_lifts_a_thought_whose_sequence_has_other_strong_matches() -> None:
-    scores = {1: 0.5, 2: 0.5, 3: 0.9, 4: 0.9, 5: 0.0}
-    place = {1: (10, 1), 2: (20, 1), 3: (10, 7), 4: (99, 1), 5: (30, 1)}
-    boosted = search.context_boost(scores, place, neighbor_weight=0.0, group_weight=0.5, top=2)
-    assert boosted[1] > boosted[2]
-
-
-def test_context_boost_lifts_the_step_next_to_a_strong_match() -> None:
-    scores = {1: 0.2, 2: 0.2, 3: 1.0, 4: 0.0}
-    place = {1: (10, 1), 2: (20, 1), 3: (20, 2), 4: (30, 1)}
-    boosted = search.context_boost(scores, place, neighbor_weight=0.3, group_weight=0.0)
-    assert boosted[2] == pytest.approx(0.2 + 0.3 * 1.0)
-    assert boosted[1] == pytest.approx(0.2)
-    assert boosted[4] == 0.0
-
-
-def test_zscore_fusion_gives_a_missing_side_its_minimum() -> None:
-    fused = search.fuse_zscore({1: 3.0, 2: 1.0}, {2: 0.9, 3: 0.1}, dense_weight=0.5)
-    assert fused[2] == pytest.approx(0.0)  # worst keyword (-1), best dense (+1)
-    assert fused[1] == pytest.approx(0.0)  # best keyword, dense minimum
-    assert fused[3] == pytest.approx(-1.0)
-    assert search.zscores({1: 5.0}) == {1: 0.0}
-
-
-def test_zscore_fusion_ranks_a_single_hit_above_what_its_side_missed() -> None:
-    fused = search.fuse_zscore({1: 7.0}, {1: 0.4, 2: 0.3, 3: 0.2}, dense_weight=0.4)
-    assert max(fused, key=lambda k: fused[k]) == 1
-    assert fused[2] < fused[1]
 
 
 def test_phrase_query_pairs_adjacent_content_words_once_skipping_stopwords_and_repeats() -> None:
@@ -86,13 +35,6 @@ def test_add_scores_adds_a_weighted_bonus_and_starts_newcomers_at_the_weakest_ba
     assert search.add_scores({}, {5: 2.0}, weight=0.5) == {5: 1.0}
 
 
-def test_abstain_only_without_keyword_evidence_and_with_weak_similarity() -> None:
-    assert search.should_abstain(0.1, 0, 0.25)
-    assert search.should_abstain(None, 0, 0.25)
-    assert not search.should_abstain(0.1, 1, 0.25)
-    assert not search.should_abstain(0.3, 0, 0.25)
-
-
 def test_snippet_centres_on_the_query_terms_and_marks_cuts() -> None:
     body = "filler " * 60 + "the Debezium connector streams the binlog " + "tail " * 60
     snippet = search.make_snippet(body, ["debezium", "binlog"], width=80)
@@ -102,16 +44,27 @@ def test_snippet_centres_on_the_query_terms_and_marks_cuts() -> None:
     assert search.make_snippet("short   text\nhere", ["x"]) == "short text here"
 
 
-def test_long_thoughts_are_embedded_whole_and_as_headed_passages() -> None:
+def test_multi_sentence_thoughts_are_embedded_whole_and_sentence_by_sentence() -> None:
     assert search.chunk_texts("One sentence only.") == ["One sentence only."]
     assert search.chunk_texts("Short. Two sentences.", min_chars=1000) == ["Short. Two sentences."]
-    texts = search.chunk_texts("Cache plan: use Redis. Keys expire hourly. Misses go to Postgres.")
-    assert texts[0] == "Cache plan: use Redis. Keys expire hourly. Misses go to Postgres."
-    assert texts[1] == "Cache plan: use Redis. Keys expire hourly."
-    assert texts[2] == "Cache plan: use Redis. Keys expire hourly. Misses … Keys expire hourly. Misses go to Postgres."
+    texts = search.chunk_texts("Cache plan: use Redis. Keys expire hourly.\nMisses go to Postgres.")
+    assert texts == [
+        "Cache plan: use Redis. Keys expire hourly. Misses go to Postgres.",
+        "Cache plan: use Redis.",
+        "Keys expire hourly.",
+        "Misses go to Postgres.",
+    ]
     many = search.chunk_texts(" ".join(f"Sentence number {i} is here." for i in range(200)), max_chunks=16)
     assert len(many) == 16
     assert "Sentence number 199" in many[-1]
+    assert search.passage_of("Cache plan: use Redis. Keys expire hourly.", 2, 0) == "Keys expire hourly."
+    assert search.passage_of("Cache plan: use Redis. Keys expire hourly.", 9, 0).startswith("Cache plan")
+
+
+def test_term_coverage_folds_plurals_but_never_matches_on_a_short_fragment() -> None:
+    assert search.term_coverage("The migrations ran overnight.", ["migration", "overnight"]) == 1.0
+    assert search.term_coverage("a b c", ["alpha"]) == 0.0
+    assert search.term_coverage("anything", []) == 0.0
 
 
 # --- tools over real stores ------------------------------------------------------------------
@@ -182,12 +135,14 @@ async def test_meaning_past_the_models_window_is_found_and_deleted_with_its_thou
 ) -> None:
     filler = " ".join(f"Step {i}: reviewed the quarterly invoice totals and found them consistent." for i in range(40))
     long = filler + " Finally, the root cause: the TLS certificate on the payment gateway expired overnight."
-    seq = await h.write_sequence([long])
-    # No shared word: only the passage vector of the last sentence can match (the whole-thought
-    # vector stops at 256 tokens and scores ~0.06 here).
+    seq = await h.write_sequence(["Checkout is failing for every card since midnight.", long])
+    # Only the passage vector of the last sentences can match the meaning (the whole-thought vector
+    # stops at 256 tokens and scores ~0.06 here); the snippet shows that passage, not the opening.
     out = await search_for(h, "the secure connection key for payments lapsed")
-    assert out["results"][0]["sequenceId"] == seq
-    assert out["results"][0]["similarity"] > 0.3
+    found = [r for r in out["results"] if r["sequenceId"] == seq and r["thoughtNumber"] == 2]
+    assert found, out
+    assert found[0]["similarity"] > 0.3
+    assert "TLS certificate on the payment gateway expired" in found[0]["snippet"]
     conn = _db(h, tmp_path)
     assert _count(conn, "SELECT count(*) FROM thought_vectors") > 1  # whole + passages
     await h.ok("delete_thought_sequence", {"sequenceId": seq, "confirm": True})
@@ -198,7 +153,7 @@ async def test_meaning_past_the_models_window_is_found_and_deleted_with_its_thou
 async def test_nothing_relevant_stored_abstains_instead_of_returning_noise(h: LibraryHarness) -> None:
     await h.write_sequence(["Index the orders table by customer id to speed up the account page."])
     out = await search_for(h, "how to bake sourdough bread at home")
-    assert out == {"results": [], "abstained": True}
+    assert out == {"results": [], "abstained": True, "by": "thought"}
     result = await h.call("search_thoughts", {"query": "how to bake sourdough bread at home"})
     assert "Nothing relevant is stored" in text(result)
 
@@ -335,60 +290,10 @@ async def test_with_the_library_off_only_id_held_lifecycle_remains(tmp_path: Pat
 # --- vectors, the in-memory index and reindex ------------------------------------------------
 
 
-def test_in_memory_index_matches_sqlite_vec_and_follows_appends_and_deletes(
+async def test_searched_stores_keep_their_vectors_in_memory_until_closed(
     tmp_path: Path, embedder: MiniLMEmbedder
 ) -> None:
-    from thoughtline.storage.migrations import migrate
-
-    conn = connect(tmp_path / "s.sqlite3", "wal")
-    migrate(conn)
-    texts = ["alpha release notes", "beta deployment failed", "gamma ray physics", "deployment rollback plan"]
-    with conn:
-        conn.execute(
-            "INSERT INTO sequences(public_id, title, total_thoughts, last_thought_number, created_at, updated_at) "
-            "VALUES ('seq_a', 't', 9, 9, 0, 0)"
-        )
-        for i, t in enumerate(texts[:3], start=1):
-            conn.execute(
-                "INSERT INTO thoughts(sequence_id, position, number, total, next_needed, body, created_at) "
-                "VALUES (1, ?, ?, 9, 1, ?, 0)",
-                (i, i, t),
-            )
-    assert vectors.backfill(conn, embedder) == 3
-    index = vectors.VectorIndex()
-    index.refresh(conn)
-    query = embedder.embed(["deployment"])[0]
-    expected = search_store.vector_candidates(conn, query.tobytes(), 3)
-    got = index.search(query, 3)
-    assert [i for i, _ in got] == [i for i, _ in expected]
-    assert np.allclose([s for _, s in got], [s for _, s in expected], atol=1e-5)
-    with conn:
-        conn.execute(
-            "INSERT INTO thoughts(sequence_id, position, number, total, next_needed, body, created_at) "
-            "VALUES (1, 4, 4, 9, 1, ?, 0)",
-            (texts[3],),
-        )
-    vectors.backfill(conn, embedder)
-    generation = index.generation
-    index.refresh(conn)
-    assert len(index) == 4
-    assert index.generation == generation  # appended, not reloaded
-    with conn:
-        conn.execute("DELETE FROM thoughts WHERE number = 2")
-    index.refresh(conn)
-    assert len(index) == 3
-    assert 2 not in {i for i, _ in index.search(query, 4)}
-    assert [i for i, _ in index.search(query, 4, allowed=[1, 3])] in ([1, 3], [3, 1])
-    assert vectors.reindex(conn, embedder, show_progress=False) == 3
-    assert search_store.vector_count(conn) == 3
-    assert search_store.keyword_candidates(conn, '"rollback"', search_store.SearchFilters(), 5)
-    conn.close()
-
-
-async def test_large_stores_search_through_the_in_memory_index(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
     async with library_harness(tmp_path / "big", embedder) as big:
-        big.library = big.library  # same object; the threshold below applies to it
-        big.library._index_min = 1
         seq = await big.write_sequence(["Tune the garbage collector pauses.", "Heap is fragmented after a day."])
         out = await search_for(big, "memory fragmentation over time")
         assert out["results"][0]["sequenceId"] == seq

@@ -110,3 +110,51 @@ async def library_harness(
     finally:
         await library.idle()
         await router.close_all()
+
+
+# Fields of a reasoning-set thought that `sequentialthinking` takes as they are.
+REASONING_FIELDS = (
+    "thoughtNumber",
+    "totalThoughts",
+    "nextThoughtNeeded",
+    "branchId",
+    "branchFromThought",
+    "branchFromBranchId",
+    "isRevision",
+    "revisesThought",
+    "needsMoreThoughts",
+)
+
+
+ResultKey = tuple[str, str | None, int]
+
+
+async def load_reasoning(h: LibraryHarness, data: Mapping[str, Any], user: str = "owner") -> dict[str, ResultKey]:
+    """Write a reasoning-set split (bench/data/reasoning) through the tools.
+
+    Returns where each dataset thought landed as a search result names it:
+    (sequenceId, branchId or None, thoughtNumber).
+    """
+    where: dict[str, ResultKey] = {}
+    start = h.clock.t
+    for seq in sorted(data["sequences"], key=lambda s: -float(s.get("daysAgo", 0))):
+        h.clock.t = start - float(seq.get("daysAgo", 0)) * 86_400
+        sequence_id: str | None = None
+        for thought in seq["thoughts"]:
+            args: dict[str, Any] = {"thought": thought["thought"]}
+            args.update({k: thought[k] for k in REASONING_FIELDS if k in thought})
+            if sequence_id is not None:
+                args["sequenceId"] = sequence_id
+            sequence_id = str((await h.ok("sequentialthinking", args, user))["sequenceId"])
+            where[thought["id"]] = (sequence_id, thought.get("branchId"), int(thought["thoughtNumber"]))
+            h.clock.t += 60
+        action = {"paused": "pause", "abandoned": "abandon", "active": "resume"}.get(str(seq.get("status")))
+        if action and sequence_id:
+            await h.ok("manage_sequence", {"action": action, "sequenceId": sequence_id}, user)
+    h.clock.t = start
+    # Measure the steady state a user searches in: every thought embedded (a search itself embeds
+    # only a bounded batch, and the background work may still be catching up).
+    opened = await h.router.get(user)
+    while await h.library.backfill(opened, limit=256):
+        pass
+    return where

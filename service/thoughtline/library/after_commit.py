@@ -23,8 +23,8 @@ from thoughtline.storage import search as search_store
 from thoughtline.storage.db import StorageError
 
 if TYPE_CHECKING:
+    from thoughtline.library.dense import DenseIndex
     from thoughtline.library.embed import Embedder
-    from thoughtline.library.vectors import VectorIndex
     from thoughtline.storage.router import UserStore
 
 logger = logging.getLogger(__name__)
@@ -39,9 +39,9 @@ BATCH = 32
 # After a vector write fails (disk full, read-only, corrupt page) searches of that store stop
 # trying for a while: each attempt would cost an embedding batch and fail the same way.
 RETRY_AFTER_FAILURE_SECONDS = 30.0
-# Below this many vectors sqlite-vec's KNN is fast enough (~8 ms at 10k); above it the store's
-# vectors are kept as one numpy matrix in memory (~7 ms at 100k, issue 5).
-INDEX_MIN_VECTORS = 20_000
+# Every store's vectors are kept in memory once searched: ranking reads every thought's whole,
+# passage and sequence cosines, which one numpy product gives (~2 ms at 5k thoughts, issue 8).
+INDEX_MIN_VECTORS = 0
 
 
 def _default_embedder() -> Embedder:
@@ -77,7 +77,7 @@ class AfterCommitWork:
         self._inline_budget = inline_budget_seconds
         self._monotonic = monotonic
         self._embedder: Embedder | None = None
-        self._indexes: dict[str, VectorIndex] = {}
+        self._indexes: dict[str, DenseIndex] = {}
         self._running: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
         self._claims: dict[str, asyncio.Lock] = {}
@@ -234,14 +234,14 @@ class AfterCommitWork:
             self._kick(opened)  # the rest (if any) in the background
         return done
 
-    def index_for(self, opened: UserStore, vector_count: int) -> VectorIndex | None:
+    def index_for(self, opened: UserStore, vector_count: int) -> DenseIndex | None:
         """The in-memory index of a large store (None for small ones)."""
         key = str(opened.path)
         if vector_count < self._index_min:
             self._indexes.pop(key, None)
             return None
         if key not in self._indexes:
-            from thoughtline.library.vectors import VectorIndex
+            from thoughtline.library.dense import DenseIndex
 
-            self._indexes[key] = VectorIndex()
+            self._indexes[key] = DenseIndex()
         return self._indexes[key]

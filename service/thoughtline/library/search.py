@@ -1,4 +1,4 @@
-"""Pure search logic: FTS5 query building, score fusion, snippets and abstention.
+"""Pure search logic: FTS5 query building, phrase bonuses, passages and snippets.
 
 Nothing here touches SQLite or the model, so every rule is tested directly. The store queries
 live in `storage/search.py`; `retrieval.py` wires the two together.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 # Words that carry no topic in a question. Kept small: porter stemming already folds most
 # inflections, and dropping a real topic word costs more recall than an extra OR term costs rank.
@@ -99,120 +99,6 @@ def add_scores(base: Mapping[int, float], bonus: Mapping[int, float], weight: fl
     return out
 
 
-def minmax(scores: Mapping[int, float]) -> dict[int, float]:
-    """Rescale scores to [0, 1]; a single candidate (or all equal) maps to 1."""
-    if not scores:
-        return {}
-    low, high = min(scores.values()), max(scores.values())
-    span = high - low
-    if span <= 0:
-        return dict.fromkeys(scores, 1.0)
-    return {key: (value - low) / span for key, value in scores.items()}
-
-
-def fuse_weighted(
-    keyword: Mapping[int, float], dense: Mapping[int, float], dense_weight: float, extra: Iterable[int] = ()
-) -> dict[int, float]:
-    """Weighted sum of min-max-normalised keyword (higher = better) and dense scores.
-
-    A candidate missing from one side scores 0 there. On LoCoMo this beat RRF, which throws
-    away how far ahead the best keyword match is (issue 5); z-scores beat both.
-    """
-    kw, dn = minmax(keyword), minmax(dense)
-    return {
-        key: (1.0 - dense_weight) * kw.get(key, 0.0) + dense_weight * dn.get(key, 0.0)
-        for key in set(kw) | set(dn) | set(extra)
-    }
-
-
-def fuse_rrf(rankings: Sequence[Sequence[int]], k: int = 60) -> dict[int, float]:
-    """Reciprocal rank fusion of several best-first id lists (kept for the evaluation's comparison)."""
-    fused: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, key in enumerate(ranking):
-            fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank + 1)
-    return fused
-
-
-def zscores(scores: Mapping[int, float]) -> dict[int, float]:
-    """Standardise scores to mean 0, deviation 1 over the candidates; no spread maps to 0."""
-    if len(scores) < 2:
-        return dict.fromkeys(scores, 0.0)
-    values = list(scores.values())
-    mean = sum(values) / len(values)
-    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
-    if spread <= 0:
-        return dict.fromkeys(scores, 0.0)
-    return {key: (value - mean) / spread for key, value in scores.items()}
-
-
-def _floor(z: Mapping[int, float]) -> float:
-    # What a candidate the side did not return counts as: its weakest candidate, or one deviation
-    # below the others when the side has no spread (a single hit must still beat no hit).
-    if not z:
-        return 0.0
-    low, high = min(z.values()), max(z.values())
-    return low if high > low else low - 1.0
-
-
-def fuse_zscore(
-    keyword: Mapping[int, float], dense: Mapping[int, float], dense_weight: float, extra: Iterable[int] = ()
-) -> dict[int, float]:
-    """Weighted sum of z-scored keyword and dense scores; a side that missed a candidate gives its minimum.
-
-    Unlike min-max, one outlier does not squash every other score on its side towards zero.
-    `extra` ids (found by neither side) are scored as missed by both.
-    """
-    kw, dn = zscores(keyword), zscores(dense)
-    kw_floor, dn_floor = _floor(kw), _floor(dn)
-    return {
-        key: (1.0 - dense_weight) * kw.get(key, kw_floor) + dense_weight * dn.get(key, dn_floor)
-        for key in set(kw) | set(dn) | set(extra)
-    }
-
-
-def context_boost(
-    scores: Mapping[int, float],
-    place: Mapping[int, tuple[int, int]],
-    neighbor_weight: float,
-    group_weight: float,
-    top: int = 3,
-) -> dict[int, float]:
-    """Sequence-aware scoring: credit a thought for strong neighbours and a strong sequence.
-
-    `place` maps a thought to (sequence, position). Scores are first shifted so the weakest
-    candidate is 0. A thought then gains `neighbor_weight` times the better of the thoughts just
-    before and after it (a step's meaning often spans two), and `group_weight` times the mean of
-    its sequence's best `top` scores (a sequence holding several matches is about the topic).
-    """
-    if not scores:
-        return {}
-    floor = min(scores.values())
-    shifted = {key: value - floor for key, value in scores.items()}
-    at = {place[key]: value for key, value in shifted.items() if key in place}
-    best: dict[int, list[float]] = {}
-    for key, value in shifted.items():
-        if key in place:
-            best.setdefault(place[key][0], []).append(value)
-    strength = {seq: sum(sorted(v, reverse=True)[:top]) / top for seq, v in best.items()}
-    out: dict[int, float] = {}
-    for key, value in shifted.items():
-        if key not in place:
-            out[key] = value
-            continue
-        seq, pos = place[key]
-        neighbour = max(at.get((seq, pos - 1), 0.0), at.get((seq, pos + 1), 0.0))
-        out[key] = value + neighbor_weight * neighbour + group_weight * strength[seq]
-    return out
-
-
-def should_abstain(best_similarity: float | None, keyword_hits: int, threshold: float) -> bool:
-    """Say nothing is stored when no (strong) keyword match exists and the closest meaning is weak."""
-    if keyword_hits > 0:
-        return False
-    return best_similarity is None or best_similarity < threshold
-
-
 def make_snippet(body: str, terms: Sequence[str], width: int = 200) -> str:
     """A window of about `width` characters around the densest cluster of query terms.
 
@@ -245,38 +131,52 @@ def make_snippet(body: str, terms: Sequence[str], width: int = 200) -> str:
 
 
 def _matches(word: str, wanted: set[str]) -> bool:
-    # A crude stand-in for porter stemming: "migrations" matches "migration" and vice versa.
-    return any(word == w or (len(w) > 3 and (word.startswith(w) or w.startswith(word))) for w in wanted)
+    # A crude stand-in for porter stemming: "migrations" matches "migration" and vice versa. Both
+    # sides need four letters, or "a" would match every term that starts with an a.
+    if word in wanted:
+        return True
+    return len(word) > 3 and any(len(w) > 3 and (word.startswith(w) or w.startswith(word)) for w in wanted)
 
+
+# Thoughts longer than this also get one vector per sentence. Issue 5 kept passages for text past
+# MiniLM's window (1,000 chars); on the reasoning set's dev split every multi-sentence step gains
+# from them (vector-only recall@5 0.617 whole-thought -> 0.664 with best-sentence and sequence
+# evidence, issue 8), at ~2.7 vectors per thought (a 5k store: ~14k vectors, ~2 ms a query).
+PASSAGE_MIN_CHARS = 0
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 MAX_CHUNKS = 16
-HEADING_WORDS = 8
 
 
 def chunk_texts(body: str, max_chunks: int = MAX_CHUNKS, min_chars: int = 0) -> list[str]:
-    """The texts a thought is embedded as: the whole thought, then passages of it.
+    """The texts a thought is embedded as: the whole thought, then its sentences.
 
-    MiniLM reads 256 tokens and averages them, so one vector per thought blurs a long step and
-    ignores everything past its first ~1,000 characters. Thoughts longer than `min_chars` also get
-    passages: overlapping pairs of sentences (or `max_chunks - 1` contiguous groups of them), each
-    but the first headed by the thought's opening words, which usually name its subject. A
-    thought's similarity is that of its best vector.
+    MiniLM reads 256 tokens and averages them, so one vector per thought blurs a step that says
+    several things and ignores everything past its first ~1,000 characters. Thoughts longer than
+    `min_chars` with two or more sentences also get one vector per sentence (or, past
+    `max_chunks - 1` sentences, per contiguous group of them). A sentence names one thing: on the
+    reasoning set's dev split, best-sentence evidence beat sentence pairs (vector-only recall@5,
+    with the sequence term, 0.664 against 0.642; issue 8).
     """
     text = " ".join(body.split())
-    sentences = [part.strip() for part in _SENTENCE_END.split(body) if part.strip()]
+    sentences = [" ".join(part.split()) for part in _SENTENCE_END.split(body) if part.strip()]
     if len(sentences) < 2 or len(text) <= min_chars:
         return [text]
-    passages: list[str]
-    if len(sentences) - 1 <= max_chunks - 1:
-        passages = [f"{sentences[i]} {sentences[i + 1]}" for i in range(len(sentences) - 1)]
-    else:
+    if len(sentences) > max_chunks - 1:
         size = math.ceil(len(sentences) / (max_chunks - 1))
-        passages = [" ".join(sentences[i : i + size]) for i in range(0, len(sentences), size)]
-    heading = " ".join(text.split()[:HEADING_WORDS])
-    out = [text]
-    for i, passage in enumerate(passages[: max_chunks - 1]):
-        flat = " ".join(passage.split())
-        # The first passage already opens the thought; the others borrow its opening words.
-        out.append(flat if i == 0 else f"{heading} … {flat}")
-    return out
+        sentences = [" ".join(sentences[i : i + size]) for i in range(0, len(sentences), size)]
+    return [text, *sentences[: max_chunks - 1]]
+
+
+def term_coverage(body: str, terms: Sequence[str]) -> float:
+    """Share of `terms` found in `body` (prefix-folded like `make_snippet`); 0 without terms."""
+    if not terms:
+        return 0.0
+    words = set(tokens(body))
+    return sum(1 for t in terms if t in words or (len(t) > 3 and _matches(t, words))) / len(terms)
+
+
+def passage_of(body: str, slot: int, min_chars: int) -> str:
+    """The text behind vector `slot` of a thought (see `chunk_texts`)."""
+    chunks = chunk_texts(body, MAX_CHUNKS, min_chars)
+    return chunks[slot] if 0 <= slot < len(chunks) else chunks[0]

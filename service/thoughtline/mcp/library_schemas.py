@@ -15,15 +15,18 @@ from thoughtline.storage.search import STATUSES
 MAX_QUERY_CHARS = 1_000
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
+SEARCH_BY = ("thought", "sequence")
 ACTIONS = ("pause", "resume", "complete", "abandon")
 LIST_ACTION = "list"
 
 SEARCH_DESCRIPTION = """Search your own stored reasoning by meaning and keywords ("how did I handle X before?").
 
 Returns the best-matching thoughts with their sequenceId and thoughtNumber; read a whole sequence with
-get_thought_history. similarity is the raw semantic closeness (null for keyword-only matches). When
-nothing stored is relevant the result says so instead of guessing. Filters: sequenceId, status,
-since/until (ISO-8601), thread (restricts, never boosts)."""
+get_thought_history. by: "sequence" returns each sequence once with its best-matching thought ("have I
+solved this before?"). snippet is the passage that matched; similarity is the raw semantic closeness
+(null for keyword-only matches). When nothing stored is relevant the search abstains (results: [],
+abstained: true) instead of guessing. Filters: sequenceId, status, since/until (ISO-8601), thread
+(restricts, never boosts)."""
 
 MANAGE_DESCRIPTION = """Change a reasoning sequence's lifecycle: pause, resume, complete or abandon it.
 
@@ -38,6 +41,8 @@ _NULLABLE_STR: dict[str, Any] = nullable({"type": "string"})
 
 def search_tool() -> types.Tool:
     """The `search_thoughts` declaration."""
+    # One item shape for both groupings: `by: thought` fills createdAt, `by: sequence` fills
+    # thoughtCount and updatedAt (its thoughtNumber and snippet are the sequence's best match).
     result_item = {
         "type": "object",
         "properties": {
@@ -45,23 +50,15 @@ def search_tool() -> types.Tool:
             "thoughtNumber": {"type": "integer"},
             "branchId": _NULLABLE_STR,
             "title": {"type": "string"},
-            "snippet": {"type": "string"},
+            "snippet": {"type": "string", "description": "The passage that matched."},
             "score": {"type": "number"},
             "similarity": nullable({"type": "number"}),
             "status": _STATUS_SCHEMA,
             "createdAt": {"type": "string"},
+            "thoughtCount": {"type": "integer"},
+            "updatedAt": {"type": "string"},
         },
-        "required": [
-            "sequenceId",
-            "thoughtNumber",
-            "branchId",
-            "title",
-            "snippet",
-            "score",
-            "similarity",
-            "status",
-            "createdAt",
-        ],
+        "required": ["sequenceId", "thoughtNumber", "branchId", "title", "snippet", "score", "similarity", "status"],
     }
     return types.Tool(
         name="search_thoughts",
@@ -72,6 +69,12 @@ def search_tool() -> types.Tool:
             "properties": {
                 "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+                "by": {
+                    "type": "string",
+                    "enum": list(SEARCH_BY),
+                    "default": "thought",
+                    "description": "'sequence': each sequence once, with its best-matching thought.",
+                },
                 "sequenceId": {"type": "string", "pattern": "^seq_[0-9a-f]{32}$"},
                 "status": _STATUS_SCHEMA,
                 "since": {"type": "string", "description": "ISO-8601 date or time; thoughts written at or after it."},
@@ -86,6 +89,7 @@ def search_tool() -> types.Tool:
             "properties": {
                 "results": {"type": "array", "items": result_item},
                 "abstained": {"type": "boolean"},
+                "by": {"type": "string", "enum": list(SEARCH_BY)},
                 "unindexedThoughts": {"type": "integer"},
             },
             "required": ["results", "abstained"],

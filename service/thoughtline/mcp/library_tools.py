@@ -23,6 +23,7 @@ from thoughtline.mcp.library_schemas import (
     LIST_ACTION,
     MAX_LIMIT,
     MAX_QUERY_CHARS,
+    SEARCH_BY,
     manage_tool,
     search_tool,
 )
@@ -48,6 +49,7 @@ class Library(AfterCommitWork):
 
     async def _search(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         query, limit, filters = parse_search(args)
+        by = parse_by(args)
         opened = ctx.store
         if filters.thread is not None:
             name = filters.thread
@@ -59,9 +61,13 @@ class Library(AfterCommitWork):
         count = await opened.read(search_store.vector_count)
         index = self.index_for(opened, count)
         outcome = await opened.read(
-            lambda conn: hybrid_search(conn, embedder, query, limit=limit, filters=filters, index=index)
+            lambda conn: hybrid_search(conn, embedder, query, limit=limit, filters=filters, index=index, by=by)
         )
         waiting = await opened.read(search_store.pending_count)
+        if by == "sequence":
+            keys = [h.record.sequence_key for h in outcome.hits]
+            summaries = await opened.read(lambda conn: search_store.sequence_summaries(conn, keys))
+            return render_sequences(query, outcome, summaries, waiting)
         return render_search(query, outcome, waiting)
 
 
@@ -81,7 +87,15 @@ def _parse_time(args: Mapping[str, Any], field: str) -> int | None:
     return int(parsed.timestamp() * 1000)
 
 
-SEARCH_FIELDS = frozenset({"query", "limit", "sequenceId", "status", "since", "until", "thread"})
+SEARCH_FIELDS = frozenset({"query", "limit", "by", "sequenceId", "status", "since", "until", "thread"})
+
+
+def parse_by(args: Mapping[str, Any]) -> str:
+    """`by`: "thought" (default) or "sequence" (each sequence once, with its best thought)."""
+    by = args.get("by", "thought")
+    if by not in SEARCH_BY:
+        raise invalid(f"'by' must be one of {', '.join(SEARCH_BY)}; got {str(by)[:30]!r}.")
+    return str(by)
 
 
 def parse_search(args: Mapping[str, Any]) -> tuple[str, int, SearchFilters]:
@@ -106,6 +120,55 @@ def parse_search(args: Mapping[str, Any]) -> tuple[str, int, SearchFilters]:
     return query, coerce_int(args, "limit", high=MAX_LIMIT) or DEFAULT_LIMIT, filters
 
 
+def _abstained_text(shown: str, outcome: Outcome) -> str:
+    closest = "" if outcome.best_similarity is None else f" (closest similarity {outcome.best_similarity:.2f})"
+    return (
+        f'Nothing relevant is stored for "{shown}"{closest}; the search abstained rather than guess. '
+        "Try other words or a broader question."
+    )
+
+
+def render_sequences(
+    query: str, outcome: Outcome, summaries: Mapping[int, tuple[int, int]], waiting: int
+) -> ToolOutput:
+    """Text and structured output of a search grouped by sequence (each sequence once)."""
+    results = []
+    for h in outcome.hits:
+        count, updated = summaries.get(h.record.sequence_key, (0, h.record.created_at))
+        results.append(
+            {
+                "sequenceId": h.record.sequence_id,
+                "title": h.record.title,
+                "status": h.record.status,
+                "thoughtCount": count,
+                "updatedAt": store.iso(updated),
+                "score": h.score,
+                "thoughtNumber": h.record.number,
+                "branchId": h.record.branch,
+                "snippet": h.snippet,
+                "similarity": h.similarity,
+            }
+        )
+    structured: dict[str, Any] = {"results": results, "abstained": outcome.abstained, "by": "sequence"}
+    if waiting:
+        structured["unindexedThoughts"] = waiting
+    shown = query if len(query) <= 80 else query[:77] + "…"
+    if outcome.abstained:
+        lines = [_abstained_text(shown, outcome)]
+    elif not results:
+        lines = [f'No stored sequences match "{shown}".']
+    else:
+        lines = [f'{len(results)} sequence{"s" if len(results) != 1 else ""} for "{shown}":', ""]
+        for i, r in enumerate(results, start=1):
+            where = f"thought {r['thoughtNumber']}" + (f" on branch {r['branchId']}" if r["branchId"] else "")
+            lines.append(f"{i}. {r['title']} [{r['status']}] · {r['thoughtCount']} thoughts · best match {where}")
+            lines.append(f"   {r['snippet']}")
+            lines.append(f"   {r['sequenceId']} · updated {r['updatedAt']}")
+    if waiting:
+        lines.append(f"Note: {waiting} recent thoughts are not indexed for meaning yet; keyword matches include them.")
+    return ToolOutput(text="\n".join(lines), structured=structured)
+
+
 def render_search(query: str, outcome: Outcome, waiting: int) -> ToolOutput:
     """Text and structured output of one search."""
     results = [
@@ -122,13 +185,12 @@ def render_search(query: str, outcome: Outcome, waiting: int) -> ToolOutput:
         }
         for h in outcome.hits
     ]
-    structured: dict[str, Any] = {"results": results, "abstained": outcome.abstained}
+    structured: dict[str, Any] = {"results": results, "abstained": outcome.abstained, "by": "thought"}
     if waiting:
         structured["unindexedThoughts"] = waiting
     shown = query if len(query) <= 80 else query[:77] + "…"
     if outcome.abstained:
-        closest = "" if outcome.best_similarity is None else f" (closest similarity {outcome.best_similarity:.2f})"
-        lines = [f'Nothing relevant is stored for "{shown}"{closest}. Try other words or a broader question.']
+        lines = [_abstained_text(shown, outcome)]
     elif not results:
         lines = [f'No stored thoughts match "{shown}".']
     else:

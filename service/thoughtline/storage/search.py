@@ -125,6 +125,41 @@ def keyword_candidates(
     return [(int(r[0]), float(r[1])) for r in conn.execute(sql, (w.body, w.context, w.title, match, *params, limit))]
 
 
+def bodies_matching(conn: apsw.Connection, matches: Sequence[str]) -> list[set[int]]:
+    """For each FTS5 MATCH expression, the ids of every thought holding it in its own text (porter-stemmed).
+
+    One posting-list scan per expression answers both "does this candidate hold the term?" and
+    the term's document frequency; constraining rowids instead made FTS5 seek once per candidate,
+    which cost ~10x more (issue 8).
+    """
+    sql = "SELECT rowid FROM thoughts_fts WHERE thoughts_fts MATCH ?"
+    return [{int(r[0]) for r in conn.execute(sql, (f"body : ({m})",))} for m in matches]
+
+
+def sequence_members(conn: apsw.Connection, keys: Sequence[int]) -> dict[int, set[int]]:
+    """The thought ids of each given sequence row id."""
+    out: dict[int, set[int]] = {k: set() for k in keys}
+    rows = conn.execute(
+        "SELECT sequence_id, id FROM thoughts WHERE sequence_id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(keys)),),
+    )
+    for seq, tid in rows:
+        out.setdefault(int(seq), set()).add(int(tid))
+    return out
+
+
+def sequence_summaries(conn: apsw.Connection, keys: Iterable[int]) -> dict[int, tuple[int, int]]:
+    """(thought count, updated at ms) of each sequence row id, for results grouped by sequence."""
+    wanted = list(keys)
+    if not wanted:
+        return {}
+    rows = conn.execute(
+        "SELECT id, thought_count, updated_at FROM sequences WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(wanted),),
+    )
+    return {int(r[0]): (int(r[1]), int(r[2])) for r in rows}
+
+
 def filtered_thought_ids(conn: apsw.Connection, filters: SearchFilters) -> list[int]:
     """Ids of every thought the filters allow (used to pre-filter KNN so it never starves)."""
     where, params = _where(filters)
@@ -168,18 +203,18 @@ def best_per_thought(scored: Iterable[tuple[int, float]], k: int) -> list[tuple[
     return sorted(best.items(), key=lambda item: -item[1])[:k]
 
 
-def neighbour_ids(conn: apsw.Connection, ids: Iterable[int], filters: SearchFilters) -> list[int]:
-    """Thoughts written just before or after the given ones in the same sequence (filters apply)."""
+def neighbour_pairs(conn: apsw.Connection, ids: Iterable[int], filters: SearchFilters) -> list[tuple[int, int]]:
+    """(thought, neighbour) for the thoughts written just before and after each given one (filters apply)."""
     wanted = list(ids)
     if not wanted:
         return []
     where, params = _where(filters)
     sql = (
-        "SELECT DISTINCT t.id FROM thoughts c JOIN thoughts t ON t.sequence_id = c.sequence_id "
+        "SELECT c.id, t.id FROM thoughts c JOIN thoughts t ON t.sequence_id = c.sequence_id "
         "AND t.position IN (c.position - 1, c.position + 1) JOIN sequences s ON s.id = t.sequence_id "
         f"WHERE c.id IN (SELECT value FROM json_each(?)){where}"
     )
-    return [int(r[0]) for r in conn.execute(sql, (json.dumps(wanted), *params))]
+    return [(int(r[0]), int(r[1])) for r in conn.execute(sql, (json.dumps(wanted), *params))]
 
 
 def load_thoughts(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, ThoughtRecord]:
@@ -301,6 +336,18 @@ def vectors_after(conn: apsw.Connection, after_key: int) -> list[tuple[int, byte
         (int(r[0]), bytes(r[1]))
         for r in conn.execute(
             "SELECT vector_key, embedding FROM thought_vectors WHERE vector_key > ? ORDER BY vector_key",
+            (after_key,),
+        )
+    ]
+
+
+def vectors_with_sequence_after(conn: apsw.Connection, after_key: int) -> list[tuple[int, bytes, int]]:
+    """Every stored (vector key, vector, sequence row id) with a key above `after_key`, in key order."""
+    return [
+        (int(r[0]), bytes(r[1]), int(r[2]))
+        for r in conn.execute(
+            "SELECT v.vector_key, v.embedding, t.sequence_id FROM thought_vectors v "
+            f"JOIN thoughts t ON t.id = v.vector_key / {VECTOR_SLOTS} WHERE v.vector_key > ? ORDER BY v.vector_key",
             (after_key,),
         )
     ]

@@ -1,0 +1,272 @@
+"""Search evaluation on the reasoning set (bench/data/reasoning): recall@5/@10, MRR and abstention.
+
+Each split is written into its own real store through the real tool registry (StoreRouter +
+ToolRegistry + Library, as a signed-in principal), embedded, then every question is searched
+keyword-only, vector-only and hybrid (what `search_thoughts` ships). Ranking metrics are taken on
+the ranking itself (as if abstention were off); abstention is reported beside them: the share of
+never-stored questions that abstain, and the share of answerable ones that do.
+Tune on dev only; test is reported, never tuned on.
+
+    python -m bench.eval_reasoning [--splits dev,test] [--locomo] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import hashlib
+import json
+import statistics
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from bench.embed_cache import CachedEmbedder
+from thoughtline.identity import Principal, reset_principal, set_principal
+from thoughtline.library import vectors
+from thoughtline.library.embed import Embedder
+from thoughtline.library.retrieval import Tuning, hybrid_search
+from thoughtline.library.search import chunk_texts
+from thoughtline.mcp.library_tools import Library
+from thoughtline.mcp.tools import ToolRegistry, core_tools
+from thoughtline.storage.db import connect
+from thoughtline.storage.router import StoreRouter, store_path
+
+DATA = Path(__file__).resolve().parent / "data" / "reasoning"
+MODES = ("keyword", "vector", "hybrid")
+ABSENT = ("absent", "absent_near")
+USER = "eval"
+NOW = 1_775_000_000.0
+# Fields of a dataset thought that `sequentialthinking` takes as they are.
+PASSED = ("thoughtNumber", "totalThoughts", "nextThoughtNeeded", "branchId", "branchFromThought",
+          "branchFromBranchId", "isRevision", "revisesThought", "needsMoreThoughts")  # fmt: skip
+STATUS_ACTION = {"paused": "pause", "abandoned": "abandon", "active": "resume"}
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = NOW
+
+    def now(self) -> float:
+        return self.t
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question: its type and the store's thought ids that answer it (empty: never stored)."""
+
+    qid: str
+    kind: str
+    text: str
+    answers: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Built:
+    """A split written into a store: its file and its questions mapped to thought ids."""
+
+    path: Path
+    questions: list[Question]
+
+
+async def _write_split(data: Mapping[str, Any], data_dir: Path) -> dict[str, int]:
+    """Write every sequence through the tools; map dataset thought id -> store thought id."""
+    clock = _Clock()
+    router = StoreRouter(data_dir, "wal", clock)
+    # No embedder is ever created (no search runs here), so writes queue their vectors.
+    library = Library()
+    router.on_open.append(library.attach)
+    registry = ToolRegistry([*core_tools(), *library.tools(True)], router, clock)
+    token = set_principal(Principal(user_key=USER, via="token"))
+    written: list[str] = []
+    try:
+        for seq in sorted(data["sequences"], key=lambda s: -float(s.get("daysAgo", 0))):
+            clock.t = NOW - float(seq.get("daysAgo", 0)) * 86_400
+            sequence_id: str | None = None
+            for thought in seq["thoughts"]:
+                args: dict[str, Any] = {"thought": thought["thought"]}
+                args.update({k: thought[k] for k in PASSED if k in thought})
+                if sequence_id is not None:
+                    args["sequenceId"] = sequence_id
+                result = await registry.call("sequentialthinking", args)
+                if result.is_error or not isinstance(result.structured_content, dict):
+                    raise RuntimeError(f"writing {thought['id']} failed: {result.content}")
+                sequence_id = str(result.structured_content["sequenceId"])
+                written.append(str(thought["id"]))
+                clock.t += 60
+            action = STATUS_ACTION.get(str(seq.get("status")))
+            if action and sequence_id:
+                await registry.call("manage_sequence", {"action": action, "sequenceId": sequence_id})
+    finally:
+        reset_principal(token)
+        await library.idle()
+        await router.close_all()
+    # A fresh store numbers thoughts in write order.
+    return {tid: row for row, tid in enumerate(written, start=1)}
+
+
+def build(data: Mapping[str, Any], workdir: Path, embedder: Embedder) -> Built:
+    """Write, embed and map one split (reusing a store built from the same data and chunking)."""
+    # The store's vectors depend on the data and on how thoughts are cut into passages.
+    sample = [chunk_texts(t["thought"]) for seq in data["sequences"][:20] for t in seq["thoughts"]]
+    digest = hashlib.sha256(json.dumps([data, sample], sort_keys=True).encode()).hexdigest()[:12]
+    data_dir = workdir / f"{data.get('split', 'split')}-{digest}-p{vectors.PASSAGE_MIN_CHARS}"
+    path = store_path(data_dir, USER)
+    mapping_file = data_dir / "ids.json"
+    if path.exists() and mapping_file.exists():
+        ids = json.loads(mapping_file.read_text())
+    else:
+        ids = asyncio.run(_write_split(data, data_dir))
+        mapping_file.write_text(json.dumps(ids))
+    conn = connect(path, "wal")
+    vectors.backfill(conn, embedder)
+    conn.close()
+    questions = [
+        Question(str(q["id"]), str(q["type"]), str(q["query"]), frozenset(ids[a] for a in q["answers"]))
+        for q in data["questions"]
+    ]
+    return Built(path, questions)
+
+
+def run_questions(
+    conn: apsw.Connection, embedder: Embedder, questions: Sequence[Question], tuning: Tuning | None = None
+) -> list[dict[str, Any]]:
+    """Every question in every mode: one row per (question, mode) with its ranking and abstention."""
+    index = _index()
+    tuning = tuning or Tuning()
+    fields = {f.name for f in dataclasses.fields(tuning)}
+    # Rank even when the search would abstain, so ranking and abstention are measured apart (a
+    # build before issue 8 had only a cosine threshold: then the shipped call decides abstention).
+    change: dict[str, Any] = {"abstain": False} if "abstain" in fields else {"abstain_below": -1.0}
+    ranking = replace(tuning, **change)
+    rows: list[dict[str, Any]] = []
+    for q in questions:
+        for mode in MODES:
+            outcome = hybrid_search(conn, embedder, q.text, limit=10, tuning=ranking, index=index, mode=mode)
+            abstained = outcome.abstained
+            if "abstain" not in fields and mode == "hybrid":
+                abstained = hybrid_search(conn, embedder, q.text, limit=10, tuning=tuning, index=index).abstained
+            ranked = [h.record.thought_id for h in outcome.hits]
+            rows.append({"q": q, "mode": mode, "ranked": ranked, "abstained": abstained})
+    return rows
+
+
+def _index() -> Any:
+    # A build before issue 8 has no dense index; its small stores searched sqlite-vec directly.
+    try:
+        from thoughtline.library.dense import DenseIndex
+    except ImportError:
+        return None
+    return DenseIndex()
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    """mode -> question type (and 'all') -> metrics."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for mode in MODES:
+        mine = [r for r in rows if r["mode"] == mode]
+        groups: dict[str, list[dict[str, Any]]] = {"all": mine}
+        for r in mine:
+            groups.setdefault(r["q"].kind, []).append(r)
+        out[mode] = {name: _metrics(group) for name, group in groups.items()}
+    return out
+
+
+def _metrics(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    answerable = [r for r in rows if r["q"].answers]
+    absent = [r for r in rows if not r["q"].answers]
+    m: dict[str, float] = {"n": len(rows)}
+    if answerable:
+        r5, r10, rr = [], [], []
+        for r in answerable:
+            gold, ranked = r["q"].answers, r["ranked"]
+            r5.append(len(gold & set(ranked[:5])) / len(gold))
+            r10.append(len(gold & set(ranked[:10])) / len(gold))
+            first = next((i for i, tid in enumerate(ranked) if tid in gold), None)
+            rr.append(0.0 if first is None else 1.0 / (first + 1))
+        m.update({"recall@5": statistics.fmean(r5), "recall@10": statistics.fmean(r10), "mrr": statistics.fmean(rr)})
+        m["answerable_abstained"] = statistics.fmean(float(r["abstained"]) for r in answerable)
+    if absent:
+        m["absent_abstained"] = statistics.fmean(float(r["abstained"]) for r in absent)
+    return {k: round(v, 4) for k, v in m.items()}
+
+
+def evaluate_split(name: str, workdir: Path, embedder: Embedder, tuning: Tuning | None = None) -> dict[str, Any]:
+    """Build (or reuse) the split's store and summarise every mode."""
+    data = json.loads((DATA / f"{name}.json").read_text())
+    built = build(data, workdir, embedder)
+    conn = connect(built.path, "wal", readonly=True)
+    try:
+        rows = run_questions(conn, embedder, built.questions, tuning)
+    finally:
+        conn.close()
+    return summarise(rows)
+
+
+def print_table(sets: Mapping[str, Mapping[str, Mapping[str, Mapping[str, float]]]]) -> None:
+    """One table: a row per (set, mode)."""
+    head = (
+        f"{'set':8} {'mode':8} {'n':>4} {'r@5':>6} {'r@10':>6} {'MRR':>6} "
+        f"{'absent→abstain':>15} {'answerable→abstain':>19}"
+    )
+    print(head)
+    print("-" * len(head))
+    for set_name, modes in sets.items():
+        for mode, groups in modes.items():
+            a = groups["all"]
+            absent = f"{a['absent_abstained']:.3f}" if "absent_abstained" in a else "—"
+            wrong = f"{a['answerable_abstained']:.3f}" if mode == "hybrid" and "answerable_abstained" in a else "—"
+            absent = absent if mode == "hybrid" else "—"
+            print(
+                f"{set_name:8} {mode:8} {int(a['n']):>4} {a.get('recall@5', 0):>6.3f} {a.get('recall@10', 0):>6.3f} "
+                f"{a.get('mrr', 0):>6.3f} {absent:>15} {wrong:>19}"
+            )
+
+
+def print_types(name: str, modes: Mapping[str, Mapping[str, Mapping[str, float]]]) -> None:
+    """Per question type, hybrid beside its halves (recall@5 / MRR)."""
+    kinds = [k for k in modes["hybrid"] if k != "all"]
+    for kind in sorted(kinds):
+        cells = []
+        for mode in MODES:
+            g = modes[mode].get(kind, {})
+            if "recall@5" in g:
+                cells.append(f"{mode} r@5 {g['recall@5']:.3f} r@10 {g['recall@10']:.3f} MRR {g['mrr']:.3f}")
+        hybrid = modes["hybrid"][kind]
+        abst = hybrid.get("absent_abstained", hybrid.get("answerable_abstained", 0.0))
+        print(f"  {name} {kind:12} n={int(hybrid['n']):>3} abstain {abst:.3f}  " + " | ".join(cells))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Evaluate the requested splits (and LoCoMo) and print one table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--splits", default="dev,test")
+    parser.add_argument("--locomo", action="store_true", help="also run LoCoMo, all ten conversations")
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "thoughtline-eval-stores")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    embedder = CachedEmbedder()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    sets: dict[str, Any] = {}
+    for name in [s.strip() for s in args.splits.split(",") if s.strip()]:
+        sets[name] = evaluate_split(name, args.workdir, embedder)
+    if args.locomo:
+        from bench import eval_locomo
+
+        sets["LoCoMo"] = eval_locomo.summary_by_mode(args.workdir, embedder)
+    if args.json:
+        print(json.dumps(sets, indent=1))
+        return
+    print_table(sets)
+    for name, modes in sets.items():
+        if name != "LoCoMo":
+            print_types(name, modes)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""Search on the reasoning set's dev split, through the real tools, must stay at or above its floors.
+
+The dev split (bench/data/reasoning/dev.json: ~90 sequences of agents' reasoning and ~190
+questions) is written into a real store through `sequentialthinking`, then every question goes
+through `search_thoughts`. An abstained answerable question counts as a miss, as a user sees it.
+The test split is never read here (it is reported by `make eval`, never tuned on). Floors live in
+tests/golden/reasoning_floors.json and only ever go up.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+import pytest
+
+from tests.golden.harness import GOLDEN, LibraryHarness, library_harness, load_reasoning
+from thoughtline.library.embed import MiniLMEmbedder
+
+pytestmark = pytest.mark.anyio
+
+DEV = Path(__file__).resolve().parents[1] / "bench" / "data" / "reasoning" / "dev.json"
+
+
+async def measure(h: LibraryHarness, data: dict[str, Any]) -> dict[str, float]:
+    """Write the split, search every question, and compute the floored metrics."""
+    where = await load_reasoning(h, data)
+    r5: list[float] = []
+    rr: list[float] = []
+    absent: list[float] = []
+    answered: list[float] = []
+    for q in data["questions"]:
+        out = await h.ok("search_thoughts", {"query": q["query"], "limit": 10})
+        if not q["answers"]:
+            absent.append(float(out["abstained"]))
+            continue
+        answered.append(float(not out["abstained"]))
+        ranked = [(r["sequenceId"], r["branchId"], r["thoughtNumber"]) for r in out["results"]]
+        gold = {where[a] for a in q["answers"]}
+        r5.append(len(gold & set(ranked[:5])) / len(gold))
+        first = next((i for i, key in enumerate(ranked) if key in gold), None)
+        rr.append(0.0 if first is None else 1.0 / (first + 1))
+    return {
+        "recall_at_5": round(fmean(r5), 4),
+        "mrr": round(fmean(rr), 4),
+        "absent_abstained": round(fmean(absent), 4),
+        "answerable_not_abstained": round(fmean(answered), 4),
+    }
+
+
+async def test_dev_split_search_stays_at_or_above_its_floors(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+    data = json.loads(DEV.read_text())
+    async with library_harness(tmp_path / "data", embedder) as h:
+        metrics = await measure(h, data)
+    floors = json.loads((GOLDEN / "reasoning_floors.json").read_text())
+    print("reasoning dev metrics:", json.dumps(metrics))
+    below = {name: (value, floors[name]) for name, value in metrics.items() if value < floors[name]}
+    assert not below, f"dev-split retrieval fell below its floors (value, floor): {below}"
