@@ -15,6 +15,7 @@ from typing import Literal
 
 MIN_TOKEN_LENGTH = 32
 DEFAULT_MAX_BODY_BYTES = 1_048_576
+DEFAULT_MAX_OPEN_STORES = 256
 
 Journal = Literal["wal", "truncate"]
 
@@ -64,6 +65,7 @@ class Settings:
     library: bool = True
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     idle_store_seconds: float = 300.0
+    max_open_stores: int = DEFAULT_MAX_OPEN_STORES
     log_level: str = "info"
 
     @classmethod
@@ -104,6 +106,7 @@ class Settings:
             retention_days=_int(environ, "THOUGHT_RETENTION_DAYS", 0),
             library=library == "on",
             max_body_bytes=_int(environ, "THOUGHTLINE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1024),
+            max_open_stores=_int(environ, "THOUGHTLINE_MAX_OPEN_STORES", DEFAULT_MAX_OPEN_STORES, minimum=1),
             log_level=environ.get("THOUGHTLINE_LOG_LEVEL", "").strip().lower() or "info",
         )
 

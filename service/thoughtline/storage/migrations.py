@@ -267,11 +267,18 @@ END;
 
 # --- end of search block ---
 
+# A random id stamped once into each store: the registry of created stores (`storage/registry.py`)
+# records it, so a different store renamed over this file is told apart from a restored backup.
+STORE_IDENTITY = """
+INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', lower(hex(randomblob(16))));
+"""
+
 MIGRATIONS: Sequence[Migration] = (
     Migration("0001_core", _sql(CORE)),
     Migration("0002_search", _sql(SEARCH)),
     Migration("0003_search_passages", _sql(SEARCH_PASSAGES)),
     Migration("0004_search_context", _sql(SEARCH_CONTEXT)),
+    Migration("0008_store_identity", _sql(STORE_IDENTITY)),
 )
 
 
