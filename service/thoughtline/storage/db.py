@@ -18,6 +18,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ import apsw
 
 from thoughtline.config import Journal
 from thoughtline.storage.faults import StorageError, kind_of, storage_failure
-from thoughtline.storage.files import FileIdentity
+from thoughtline.storage.files import FileIdentity, remove_quietly, set_aside
 
 logger = logging.getLogger(__name__)
 
@@ -179,6 +180,8 @@ class Writer:
         self._closed = False
         self.identity: FileIdentity | None = None
         self.broken: StorageError | None = None
+        self._wal_path = path.with_name(path.name + "-wal")
+        self._stale_wal: FileIdentity | None = None
         self.stats = WriterStats()
 
     def set_on_commit(self, hook: Callable[[], None]) -> None:
@@ -220,6 +223,7 @@ class Writer:
             return
         change = self.identity.change_at(self._path)
         if change is not None:
+            self._stale_wal = FileIdentity.of(self._wal_path)  # still ours: our connection holds it
             self.broken = StorageError(
                 f"the store file {self._path.name} was {change} while the server had it open; "
                 "the server stopped using it so nothing is written into a file that is no longer there",
@@ -264,6 +268,19 @@ class Writer:
         finally:
             self._checkpoint(conn)
             conn.close()
+            self._set_aside_stale_wal()
+
+    def _set_aside_stale_wal(self) -> None:
+        if self.broken is None:
+            return
+        try:
+            kept = set_aside(self._wal_path, self._stale_wal, f".orphaned-{int(time.time())}")
+            remove_quietly(self._path.with_name(self._path.name + "-shm"))
+        except OSError as exc:
+            logger.error("could not set aside the WAL of vanished store %s: %s", self._path.name, type(exc).__name__)
+            return
+        if kept is not None:
+            logger.error("set aside the WAL of vanished store %s as %s", self._path.name, kept.name)
 
     def _checkpoint(self, conn: apsw.Connection) -> None:
         # A clean stop leaves everything in the main file, so copying the .sqlite3 alone after a

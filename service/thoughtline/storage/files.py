@@ -19,10 +19,12 @@ DIR_MODE = 0o700
 
 
 def private_dir(path: Path) -> Path:
-    """Create `path` (and parents) if needed and make it 0700."""
+    """Create `path` (and parents) if needed and make it 0700 (when this process may)."""
     path.mkdir(parents=True, exist_ok=True)
     if stat.S_IMODE(path.stat().st_mode) != DIR_MODE:
-        os.chmod(path, DIR_MODE)
+        # A folder someone else owns (a mounted volume) keeps its mode; its files are still 0600.
+        with contextlib.suppress(PermissionError):
+            os.chmod(path, DIR_MODE)
     return path
 
 
@@ -70,6 +72,19 @@ class FileIdentity:
         if now is None:
             return "deleted"
         return None if now == self else "replaced"
+
+
+def set_aside(path: Path, identity: FileIdentity | None, suffix: str) -> Path | None:
+    """Rename the file at `path` to `path + suffix` if it is still the file `identity` names.
+
+    Used for the WAL of a store file that was deleted or replaced while open: SQLite keeps that
+    WAL when it closes, and would apply it to whatever file is put at the path next.
+    """
+    if identity is None or identity.change_at(path) is not None:
+        return None
+    target = path.with_name(path.name + suffix)
+    os.replace(path, target)
+    return target
 
 
 def remove_quietly(path: Path) -> None:

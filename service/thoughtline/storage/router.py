@@ -191,6 +191,7 @@ class StoreRouter:
             raise StorageError("the server is out of file descriptors for another store right now")
 
     def _open_store(self, user_key: str, path: Path) -> UserStore:
+        private_dir(self._data_dir)
         private_dir(path.parent)
         recorded = self._registry.lookup(path.name)
         if recorded is not None and not path.exists():
