@@ -48,7 +48,9 @@ def child(tmp_path: Path) -> Iterator[ChildServer]:
 def thoughts_in(path: Path) -> int:
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        return int(conn.execute("SELECT count(*) FROM thoughts").fetchall()[0][0])
+        count = conn.execute("SELECT count(*) FROM thoughts").fetchall()[0][0]
+        assert isinstance(count, int)
+        return count
     finally:
         conn.close()
 
