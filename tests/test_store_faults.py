@@ -36,7 +36,7 @@ class FaultyVFS(apsw.VFS):
         self.injected = 0
         super().__init__("thoughtline-faulty", "unix", makedefault=True)
 
-    def xOpen(self, name: str | apsw.URIFilename | None, flags: list[int]) -> apsw.VFSFile:  # noqa: N802 - apsw's name
+    def xOpen(self, name: str | apsw.URIFilename | None, flags: list[int]) -> apsw.VFSFile:
         if self.force_readonly.is_set() and flags[0] & apsw.SQLITE_OPEN_MAIN_DB:
             flags[0] = (flags[0] & ~(apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)) | apsw.SQLITE_OPEN_READONLY
         return FaultyFile(self, name, flags)
@@ -51,18 +51,18 @@ class FaultyFile(apsw.VFSFile):
         self._truncated = False
         super().__init__("unix", name, flags)
 
-    def xWrite(self, data: bytes, offset: int) -> None:  # noqa: N802 - apsw's name
+    def xWrite(self, data: bytes, offset: int) -> None:
         if self._vfs.fail_writes.is_set():
             self._vfs.injected += 1
             raise apsw.IOError("injected write failure")
         self._truncated = False
         super().xWrite(data, offset)
 
-    def xTruncate(self, newsize: int) -> None:  # noqa: N802 - apsw's name
+    def xTruncate(self, newsize: int) -> None:
         super().xTruncate(newsize)
         self._truncated = newsize == 0
 
-    def xSync(self, flags: int) -> None:  # noqa: N802 - apsw's name
+    def xSync(self, flags: int) -> None:
         # TRUNCATE journal: truncating the journal to zero is the commit point; the fsync after it
         # failing means the transaction is committed although COMMIT reports an error.
         if self._journal and self._truncated and self._vfs.fail_sync_after_truncate.is_set():
