@@ -40,7 +40,7 @@ def check_store(
     try:
         conn = connect(path, journal, readonly=True)
     except StorageError as exc:
-        return [str(exc)]
+        return [f"{exc}; restore it from a backup" if exc.kind == "damaged" else str(exc)]
     try:
         problems = transfer.integrity_problems(conn)
         if recorded is not None and recorded.store_id != UNSTAMPED and stamped_id(conn) != recorded.store_id:
