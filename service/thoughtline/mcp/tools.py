@@ -106,7 +106,8 @@ Use it for problems that need planning, revision or exploring alternatives. Call
 - Revise: isRevision: true with revisesThought: N.
 - Branch: branchId + branchFromThought: N forks from the main path; add branchFromBranchId to fork from
   inside another branch. Numbers are scoped to their branch; keep passing branchId on the branch's later steps.
-- requestId makes a retry safe: the same id and arguments return the original result without writing again.
+- Pass a new requestId (any unique string) on every call and reuse it to retry: the same id and arguments
+  return the original result without writing again, so a retry after an error or a lost answer is exact.
 Read a sequence back with get_thought_history."""
 
 HISTORY_DESCRIPTION = """Read back a stored reasoning sequence, oldest first by default, one page at a time.
