@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+import apsw
+
 from thoughtline import __version__, resources
 from thoughtline.config import MIN_TOKEN_LENGTH, Settings, SettingsError, settings_from_process_env
 from thoughtline.identity import OWNER_KEY
@@ -289,5 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except StorageError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except apsw.Error as exc:  # e.g. a store that turns out damaged halfway through an export
+        print(f"error: the database failed: {type(exc).__name__} ({exc}); run `thoughtline check`", file=sys.stderr)
         return 1
     return code

@@ -1,4 +1,4 @@
-"""Process resource limits: file descriptors (the soft limit, how many are open, the reserve).
+"""Process resources: file descriptors (the soft limit, how many are open, the reserve) and freed memory.
 
 Each open store holds a few descriptors (its database, WAL and shared-memory files, once per
 connection). At the common soft limit of 1,024 a few hundred open stores used to exhaust them,
@@ -9,6 +9,7 @@ client connections and logs.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import resource
 
@@ -51,3 +52,18 @@ def fds_to_spare(reserve: int = RESERVED_FDS) -> int | None:
     if limit == resource.RLIM_INFINITY:
         return None
     return limit - reserve - count
+
+
+def return_freed_memory() -> bool:
+    """Hand memory freed by closed stores back to the OS (glibc's `malloc_trim`); False where unavailable.
+
+    Every store's connections allocate from the arena of the thread that used them; once closed,
+    that memory is free but stays mapped: 1,000 stores opened then closed left 747 MB resident,
+    149 MB after a trim (`python -m bench.store_memory`).
+    """
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):  # not glibc (musl, macOS)
+        return False
+    trim(0)
+    return True

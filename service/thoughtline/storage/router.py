@@ -139,6 +139,7 @@ class StoreRouter:
         self._migrations = migration_list if migration_list is not None else tuple(migrations.MIGRATIONS)
         self._registry = StoreRegistry((data_dir / "stores").resolve())
         self._open: dict[str, UserStore] = {}
+        self._closed_since_trim = 0  # closes (idle or evicted) since freed memory was last returned
         self._opening: dict[str, asyncio.Lock] = {}
         self.on_open: list[Callable[[UserStore], None]] = []
         self.on_close: list[Callable[[UserStore], None]] = []
@@ -237,6 +238,9 @@ class StoreRouter:
             del self._open[key]
             await self._close(candidate)
             closed += 1
+        if self._closed_since_trim:
+            self._closed_since_trim = 0
+            await asyncio.to_thread(resources.return_freed_memory)
         return closed
 
     async def close_all(self) -> None:
@@ -249,6 +253,7 @@ class StoreRouter:
         for hook in self.on_close:
             hook(opened)
         await asyncio.to_thread(opened.close)
+        self._closed_since_trim += 1
 
 
 def create_store(data_dir: Path, user_key: str, journal: Journal) -> Path:
