@@ -51,13 +51,23 @@ class StoreRegistry:
     def __init__(self, stores_dir: Path) -> None:
         self._dir = stores_dir
         self.path = stores_dir / REGISTRY_FILE
+        # Parsed once per size: the file only grows, so an unchanged size means unchanged content.
+        self._parsed: tuple[int, dict[str, Created]] = (-1, {})
 
     def entries(self) -> dict[str, Created]:
         """Every recorded store by file name (the latest record of each)."""
         try:
-            raw = self.path.read_text(encoding="utf-8")
+            if self._parsed[0] == self.path.stat().st_size:
+                return self._parsed[1]
+            raw = self.path.read_bytes()
         except FileNotFoundError:
             return {}
+        found = self._parse(raw.decode("utf-8", errors="replace"))
+        self._parsed = (len(raw), found)
+        return found
+
+    @staticmethod
+    def _parse(raw: str) -> dict[str, Created]:
         found: dict[str, Created] = {}
         for line in raw.split("\n")[:-1]:  # the text after the last newline is a torn write
             parts = line.split("\t")

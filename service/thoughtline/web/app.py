@@ -269,7 +269,8 @@ def create_app(
                 opened = await router.get(principal.user_key)
                 version = await opened.read(migrations.schema_version)
             except (StorageError, SchemaTooNewError, apsw.Error) as exc:
-                problem = {"ok": False, "error": "storage_error", "message": caller_text(exc)}
+                message = str(exc) if isinstance(exc, SchemaTooNewError) else caller_text(exc)
+                problem = {"ok": False, "error": "storage_error", "message": message}
                 return JSONResponse(problem, status_code=503)
             current = len(migrations.MIGRATIONS)
             body["store"] = {"schemaVersion": version, "current": version == current}
