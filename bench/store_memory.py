@@ -96,6 +96,52 @@ async def worker(data_dir: Path, stores: int, cap: int, large: int, close: str) 
     return out
 
 
+async def search_worker(data_dir: Path, thoughts: int) -> dict[str, Any]:
+    """One store with embeddings, written the way a server writes it (background embedding after commits)."""
+    from thoughtline.clock import SystemClock
+    from thoughtline.domain.arguments import ThoughtInput
+    from thoughtline.library.retrieval import hybrid_search
+    from thoughtline.mcp.library_tools import Library
+    from thoughtline.storage import search as search_store
+    from thoughtline.storage.router import StoreRouter
+    from thoughtline.storage.thoughts import append_thought
+
+    router = StoreRouter(data_dir, "wal", SystemClock())
+    library = Library()
+    router.on_open.append(library.attach)
+    embedder = library.embedder()
+    embedder.embed(["load the model before measuring"])
+    opened = await router.get("github:large")
+    seq = "seq_" + "e" * 32
+    before = rss_mb()
+    words = ["plan", "revise", "branch", "check", "test", "measure", "decide", "compare", "estimate", "explore"]
+    for start in range(1, thoughts + 1, 50):
+
+        async def one(n: int) -> None:
+            body = " ".join(words[(n * k) % len(words)] for k in range(1, 80)) + f" step {n}"
+            inp = ThoughtInput(body, True, n, thoughts, sequence_id=None if n == 1 else seq)
+            await opened.write(lambda conn: append_thought(conn, inp, n, seq))
+
+        await one(start)
+        await asyncio.gather(*(one(n) for n in range(start + 1, min(start + 50, thoughts + 1))))
+    await library.idle()
+    while await library.backfill(opened):
+        pass
+    written = rss_mb()
+    count = await opened.read(search_store.vector_count)
+    index = library.index_for(opened, count)
+    for query in words * 3:
+
+        def search(conn: Any, q: str = query) -> object:
+            return hybrid_search(conn, embedder, q, limit=10, index=index)
+
+        await opened.read(search)
+    out = {"thoughts": count, "vectors_mb": count * 384 * 4 / 1e6, "rss_written": written - before}
+    out["rss_searched"] = rss_mb() - before
+    await router.close_all()
+    return out
+
+
 def run_config(name: str, config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     scratch = Path(tempfile.mkdtemp(prefix="store-memory-", dir=args.scratch))
     try:
@@ -110,6 +156,26 @@ def run_config(name: str, config: dict[str, Any], args: argparse.Namespace) -> d
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def run_search(args: argparse.Namespace) -> None:
+    print(f"\n{args.search} thoughts in one store, embedded in the background as the server does (MB)")
+    print(f"{'configuration':36} {'vectors':>8} {'RSS +written':>12} {'RSS +searched':>13}")
+    runs: list[tuple[str, dict[str, str], list[str]]] = [
+        ("default arenas", {}, []),
+        ("MALLOC_ARENA_MAX=2", {"MALLOC_ARENA_MAX": "2"}, []),
+        ("mallopt at start (serve's default)", {}, ["--arenas", "2"]),
+    ]
+    for name, env, extra in runs:
+        scratch = Path(tempfile.mkdtemp(prefix="store-memory-", dir=args.scratch))
+        try:
+            cmd = [sys.executable, "-m", "bench.store_memory", "--worker", str(scratch / "data"), "--stores", "0"]
+            cmd += ["--search", str(args.search), *extra]
+            done = subprocess.run(cmd, env={**os.environ, **env}, capture_output=True, text=True, check=True)
+            r = json.loads(done.stdout.strip().splitlines()[-1])
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        print(f"{name:36} {r['vectors_mb']:8.1f} {r['rss_written']:12.0f} {r['rss_searched']:13.0f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stores", type=int, default=1000)
@@ -119,7 +185,16 @@ def main() -> None:
     parser.add_argument("--worker", metavar="DATA_DIR", help=argparse.SUPPRESS)
     parser.add_argument("--cap", type=int, default=256, help=argparse.SUPPRESS)
     parser.add_argument("--close", default="sweep", help=argparse.SUPPRESS)
+    parser.add_argument("--arenas", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--search", type=int, default=0, help="also: thoughts in one store with embeddings (0: skip)")
     args = parser.parse_args()
+    if args.arenas:
+        from thoughtline.resources import limit_malloc_arenas
+
+        limit_malloc_arenas(args.arenas)
+    if args.worker and args.search and args.stores == 0:
+        print(json.dumps(asyncio.run(search_worker(Path(args.worker), args.search))))
+        return
     if args.worker:
         print(json.dumps(asyncio.run(worker(Path(args.worker), args.stores, args.cap, args.large, args.close))))
         return
@@ -128,7 +203,7 @@ def main() -> None:
     print(f"{args.stores} stores, then {args.large} thoughts in one store (MB)")
     print(header)
     for name, config in CONFIGS.items():
-        if args.only and not any(part in name for part in args.only):
+        if args.stores == 0 or (args.only and not any(part in name for part in args.only)):
             continue
         r = run_config(name, config, args)
         print(
@@ -136,6 +211,8 @@ def main() -> None:
             f"{r.get('large_rss_growth', 0):10.0f} {r.get('large_file_mb', 0):7.0f}",
             flush=True,
         )
+    if args.search:
+        run_search(args)
 
 
 if __name__ == "__main__":

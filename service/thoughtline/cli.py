@@ -93,6 +93,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         # The SDK logs a line per stateless request ("Terminating session: None"); it is noise here.
         logging.getLogger("mcp").setLevel(logging.WARNING)
     resources.raise_fd_limit()  # open stores hold descriptors; the router keeps a reserve below it
+    resources.limit_malloc_arenas(settings.malloc_arenas)  # before any thread starts (docs/operations.md)
     uvicorn.run(
         create_app(settings),
         host=settings.host,
