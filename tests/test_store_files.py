@@ -15,8 +15,12 @@ import apsw
 import pytest
 
 from tests.support import ChildServer, mcp_client, start_child, stop_child, structured, text
+from thoughtline.clock import SystemClock
 from thoughtline.identity import OWNER_KEY
-from thoughtline.storage.router import store_path
+from thoughtline.storage import migrations
+from thoughtline.storage.db import StorageError, connect
+from thoughtline.storage.registry import StoreRegistry
+from thoughtline.storage.router import StoreRouter, store_path
 
 pytestmark = pytest.mark.anyio
 
@@ -138,3 +142,21 @@ async def test_store_files_are_private_whatever_the_umask(tmp_path: Path) -> Non
             assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
     finally:
         stop_child(running)
+
+
+async def test_a_store_from_before_the_record_of_created_stores_is_adopted_then_protected(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    path = store_path(data, OWNER_KEY)
+    path.parent.mkdir(parents=True)
+    conn = connect(path, "wal")  # written by a Thoughtline that kept no record of created stores
+    migrations.migrate(conn)
+    conn.close()
+    router = StoreRouter(data, "wal", SystemClock())
+    opened = await router.get(OWNER_KEY)
+    assert await opened.read(lambda c: migrations.schema_version(c)) == len(migrations.MIGRATIONS)
+    await router.close_all()
+    assert StoreRegistry(path.parent).lookup(path.name) is not None
+    path.unlink()
+    with pytest.raises(StorageError, match="is missing"):
+        await router.get(OWNER_KEY)
+    assert not path.exists()
