@@ -200,8 +200,9 @@ def main() -> None:
         return
     header = f"{'configuration':36} {'RSS open':>9} {'RSS closed':>10} {'fds':>6} {'threads':>7}"
     header += f" {'large +RSS':>10} {'file':>7}"
-    print(f"{args.stores} stores, then {args.large} thoughts in one store (MB)")
-    print(header)
+    if args.stores:
+        print(f"{args.stores} stores, then {args.large} thoughts in one store (MB)")
+        print(header)
     for name, config in CONFIGS.items():
         if args.stores == 0 or (args.only and not any(part in name for part in args.only)):
             continue
