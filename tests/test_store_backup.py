@@ -15,7 +15,7 @@ from typing import Any
 import apsw
 import pytest
 
-from tests.support import TOKEN, mcp_client, start_child, stop_child, structured
+from tests.support import TOKEN, mcp_client, start_child, stop_child, structured, text
 from thoughtline.identity import OWNER_KEY
 from thoughtline.storage.router import store_path
 
@@ -105,3 +105,29 @@ def assert_backup_holds(dest: Path, data_dir: Path, at_least: int, at_most: int)
     assert again.returncode == 1
     assert "not an empty folder" in again.stderr
     assert copy.stat().st_size == size
+
+
+async def test_a_backup_moved_over_a_running_store_is_served_after_one_refused_call(tmp_path: Path) -> None:
+    child = start_child(tmp_path / "data")
+    dest = tmp_path / "backup"
+    path = store_path(child.data_dir, OWNER_KEY)
+    try:
+        async with mcp_client(child.base_url, TOKEN) as client:
+            seq: str | None = None
+            for number in range(1, 11):
+                seq = structured(await client.call_tool("sequentialthinking", thought(number, seq)))["sequenceId"]
+            made = await asyncio.to_thread(cli, "backup", str(dest), "--data-dir", str(child.data_dir))
+            assert made.returncode == 0, made.stderr
+            for number in range(11, 16):  # written after the backup: the restore gives them up
+                structured(await client.call_tool("sequentialthinking", thought(number, seq)))
+            os.replace(store_path(dest, OWNER_KEY), path)
+            refused = await client.call_tool("sequentialthinking", thought(16, seq))
+            assert refused.is_error
+            assert "was replaced while the server had it open" in text(refused)
+            # The same store (same store id) is accepted again, intact: the old WAL was set aside.
+            history = structured(await client.call_tool("get_thought_history", {"sequenceId": seq}))
+            assert [t["thoughtNumber"] for t in history["thoughts"]] == list(range(1, 11))
+            structured(await client.call_tool("sequentialthinking", thought(11, seq)))
+    finally:
+        stop_child(child)
+    assert cli("check", "--data-dir", str(child.data_dir)).returncode == 0
