@@ -25,6 +25,7 @@ from thoughtline.storage import migrations, transfer
 from thoughtline.storage.backup import backup_stores
 from thoughtline.storage.checkup import check_data_dir
 from thoughtline.storage.db import StorageError, connect, write_transaction
+from thoughtline.storage.files import private_dir
 from thoughtline.storage.router import STORE_SUFFIX, create_store, store_path
 
 TOKEN_FILE = ".mcp_api_token"  # noqa: S105 - a file name, not a secret
@@ -85,6 +86,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         port=args.port if args.port is not None else settings.port,
         data_dir=Path(args.data_dir) if args.data_dir else settings.data_dir,
     )
+    private_dir(settings.data_dir)  # 0700 before the token, auth database or any store is written
     settings, token_expr = ensure_token(settings, sys.stdout)
     _connect_help(settings, token_expr, sys.stdout)
     sys.stdout.flush()
