@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from tests.support import TOKEN, ThreadServer, serve_in_thread, start_child, stop_child
+from thoughtline import resources
 from thoughtline.config import Settings
 from thoughtline.identity import Principal
 from thoughtline.web.app import Extras, create_app
@@ -124,3 +125,21 @@ def test_serve_raises_the_soft_descriptor_limit_to_the_hard_one(tmp_path: Path) 
         assert soft_now == expected, line
     finally:
         stop_child(child)
+
+
+def test_raising_the_descriptor_limit_reaches_the_hard_limit_and_never_lowers_it() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with soft_fd_limit(min(512, soft)):
+        raised = resources.raise_fd_limit()
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == raised
+        assert raised == (hard if hard != resource.RLIM_INFINITY else max(512, 1 << 20))
+        assert resources.raise_fd_limit() == raised  # already there: unchanged
+    spare = resources.fds_to_spare(reserve=0)
+    assert spare is not None
+    assert 0 < spare <= resources.fd_limit()
+
+
+def test_the_allocator_controls_are_safe_to_call() -> None:
+    assert resources.limit_malloc_arenas(0) is False  # 0 leaves glibc's default alone
+    assert resources.limit_malloc_arenas(2) is True  # glibc (the test image is Debian)
+    assert resources.return_freed_memory() is True
