@@ -32,7 +32,8 @@ from thoughtline.oauth.records import (
     revoke,
 )
 from thoughtline.oauth.signing import digest
-from thoughtline.storage.db import ReadPool, Writer
+from thoughtline.storage.db import Writer
+from thoughtline.storage.reads import ReadPool
 
 T = TypeVar("T")
 

@@ -1,8 +1,8 @@
 """SQLite connections and the single writer of a user store.
 
-Owns: opening apsw connections with Thoughtline's PRAGMAs and sqlite-vec, the per-store writer
-actor (one thread, one connection, an in-process queue, group commit), and the pool of read
-connections. Nothing here knows what a thought is; callers pass functions that take a connection.
+Owns: opening apsw connections with Thoughtline's PRAGMAs and sqlite-vec, and the per-store writer
+actor (one thread, one connection, an in-process queue, group commit); the read connections are
+in `storage/reads.py`. Nothing here knows what a thought is; callers pass functions that take a connection.
 
 Why a thread per store: apsw calls block, and one writer thread gives a natural queue in front of
 SQLite's single write lock. While one group commit waits for its fsync, new writes pile up in the
@@ -20,11 +20,10 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-import anyio
 import apsw
 
 from thoughtline.config import Journal
@@ -38,9 +37,8 @@ T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
 CLOSE_CHECKPOINT_TIMEOUT_MS = 2_000  # at close, wait this long at most for other processes' readers
 MAX_GROUP = 256
-READ_POOL_SIZE = 4
 
-__all__ = ["ReadPool", "StorageError", "Writer", "connect", "write_transaction"]
+__all__ = ["StorageError", "Writer", "connect", "write_transaction"]
 
 
 def sqlite_vec_path() -> str:
@@ -349,55 +347,3 @@ def _rollback(conn: apsw.Connection) -> None:
     if not conn.get_autocommit():
         with contextlib.suppress(apsw.Error):
             conn.execute("ROLLBACK")
-
-
-@dataclass
-class ReadPool:
-    """A few read-only connections; each read runs in a worker thread inside one read transaction.
-
-    `guard` is called before each read (the writer's file check), so a deleted or replaced store
-    file is refused for reads too. After `close`, connections in use are closed when they return.
-    """
-
-    path: Path
-    journal: Journal
-    guard: Callable[[], None] = lambda: None
-    _idle: list[apsw.Connection] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(READ_POOL_SIZE))
-    _closed: bool = False
-
-    async def run(self, fn: Callable[[apsw.Connection], T]) -> T:
-        """Run `fn` against a consistent snapshot of the store."""
-        return await anyio.to_thread.run_sync(self._run_sync, fn, limiter=self._limiter)
-
-    def _run_sync(self, fn: Callable[[apsw.Connection], T]) -> T:
-        self.guard()
-        with self._lock:
-            if self._closed:
-                raise StorageError("store is closed")
-            conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            conn = connect(self.path, self.journal, readonly=True)
-        try:
-            conn.execute("BEGIN")
-            try:
-                return fn(conn)
-            finally:
-                conn.execute("COMMIT")
-        except apsw.Error as exc:
-            raise storage_failure(exc, "the read") from exc
-        finally:
-            with self._lock:
-                if self._closed:
-                    conn.close()
-                else:
-                    self._idle.append(conn)
-
-    def close(self) -> None:
-        """Close every idle connection; connections in use close when their read ends."""
-        with self._lock:
-            self._closed = True
-            for conn in self._idle:
-                conn.close()
-            self._idle.clear()

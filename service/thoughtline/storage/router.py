@@ -28,8 +28,9 @@ from thoughtline.clock import Clock, now_ms
 from thoughtline.config import Journal
 from thoughtline.storage import migrations
 from thoughtline.storage import thoughts as store
-from thoughtline.storage.db import READ_POOL_SIZE, ReadPool, StorageError, Writer, connect, write_transaction
+from thoughtline.storage.db import StorageError, Writer, connect, write_transaction
 from thoughtline.storage.files import create_private_file, private_dir
+from thoughtline.storage.reads import READ_POOL_SIZE, ReadPool
 from thoughtline.storage.registry import (
     UNSTAMPED,
     Created,
