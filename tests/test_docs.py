@@ -94,6 +94,8 @@ SAMPLES = {
     "THOUGHTLINE_STORAGE": "ephemeral",
     "AWS_LAMBDA_FUNCTION_NAME": "thoughtline",
     "K_SERVICE": "thoughtline",
+    "THOUGHTLINE_MAX_OPEN_STORES": "64",
+    "THOUGHTLINE_MALLOC_ARENAS": "0",
 }
 # Settings fields no environment variable sets (tests and embedding code pass them directly).
 INTERNAL_FIELDS = {"idle_store_seconds"}
@@ -152,5 +154,5 @@ def test_every_cli_command_is_in_the_readme() -> None:
     parser = build_parser()
     [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     table = README.split("## Command line", 1)[1].split("\n## ", 1)[0]
-    listed = set(re.findall(r"`thoughtline ([a-z]+)", table))
+    listed = set(re.findall(r"`thoughtline ([a-z-]+)", table))
     assert listed == set(sub.choices)

@@ -1,4 +1,4 @@
-"""The `thoughtline` command: serve, token, export, import, check, reindex.
+"""The `thoughtline` command: serve, token, export, import, check, reindex, backup, new-store.
 
 The entry point reads the environment once (`config.py`), applies command-line overrides, and
 hands a `Settings` to whatever it runs.
@@ -21,14 +21,17 @@ from typing import TextIO
 
 import apsw
 
-from thoughtline import __version__
+from thoughtline import __version__, resources
 from thoughtline.config import MIN_TOKEN_LENGTH, Settings, SettingsError, settings_from_process_env
 from thoughtline.errors import DomainError
 from thoughtline.identity import OWNER_KEY, is_user_key
 from thoughtline.logsafe import SafeFormatter
 from thoughtline.storage import migrations, transfer
-from thoughtline.storage.db import connect, write_transaction
-from thoughtline.storage.router import STORE_SUFFIX, check_store, store_path
+from thoughtline.storage.backup import backup_stores
+from thoughtline.storage.checkup import check_data_dir
+from thoughtline.storage.db import StorageError, connect, write_transaction
+from thoughtline.storage.files import private_dir
+from thoughtline.storage.router import STORE_SUFFIX, create_store, store_path
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 TOKEN_FILE = ".mcp_api_token"  # noqa: S105 - a file name, not a secret
@@ -116,6 +119,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         data_dir=Path(args.data_dir) if args.data_dir else settings.data_dir,
     )
     check_port_free(settings.host, settings.port)
+    private_dir(settings.data_dir)  # 0700 before the token, auth database or any store is written
     settings, token_expr = ensure_token(settings, sys.stdout)
     _connect_help(settings, token_expr, sys.stdout)
     sys.stdout.flush()
@@ -125,6 +129,8 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     if settings.log_level != "debug":
         # The SDK logs a line per stateless request ("Terminating session: None"); it is noise here.
         logging.getLogger("mcp").setLevel(logging.WARNING)
+    resources.raise_fd_limit()  # open stores hold descriptors; the router keeps a reserve below it
+    resources.limit_malloc_arenas(settings.malloc_arenas)  # before any thread starts (docs/operations.md)
     uvicorn.run(
         create_app(settings),
         host=settings.host,
@@ -180,8 +186,9 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     """Load JSON Lines (from `export`) into one user's store, all or nothing."""
     path = _store_file(settings, args)
     records = _read_export(args.input)  # before anything is created: a bad file leaves no trace
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = connect(path, settings.journal)
+    if not path.exists():
+        create_store(path.parents[1], args.user, settings.journal)  # importing is a deliberate creation
+    conn = connect(path, settings.journal, create=False)
     try:
         migrations.migrate(conn)
         with write_transaction(conn):
@@ -235,17 +242,56 @@ def _read_export(name: str) -> list[dict[str, object]]:
     return records
 
 
+def _existing_data_dir(settings: Settings, args: argparse.Namespace) -> Path | None:
+    data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir
+    if data_dir.is_dir():
+        return data_dir
+    print(
+        f"error: no data directory at {data_dir}; pass the folder the server uses (--data-dir or THOUGHTLINE_DATA_DIR)",
+        file=sys.stderr,
+    )
+    return None
+
+
 def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
-    """Integrity check and schema version of every store; non-zero exit if any has a problem."""
-    root = (Path(args.data_dir) if args.data_dir else settings.data_dir) / "stores"
-    files = sorted(root.glob(f"*{STORE_SUFFIX}")) if root.exists() else []
+    """Integrity, identity and schema of every store; non-zero exit if any has a problem."""
+    data_dir = _existing_data_dir(settings, args)
+    if data_dir is None:
+        return 2
+    findings = check_data_dir(data_dir, settings.journal)
     bad = 0
-    for path in files:
-        problems = check_store(path, settings.journal, tuple(migrations.MIGRATIONS))
-        bad += bool(problems)
-        print(f"{path.name}: {'ok' if not problems else '; '.join(problems)}")
-    print(f"{len(files)} store(s) checked, {bad} with problems")
+    for finding in findings:
+        bad += bool(finding.problems)
+        print(f"{finding.name}: {'ok' if not finding.problems else '; '.join(finding.problems)}")
+    print(f"{len(findings)} store(s) checked, {bad} with problems")
     return 1 if bad else 0
+
+
+def cmd_backup(settings: Settings, args: argparse.Namespace) -> int:
+    """Copy one store (--user) or every store into a new data directory, consistently while serving."""
+    data_dir = _existing_data_dir(settings, args)
+    if data_dir is None:
+        return 2
+    if args.user:
+        sources = [store_path(data_dir, args.user)]
+        if not sources[0].exists():
+            print(f"error: no store for user {args.user!r} under {sources[0].parent}", file=sys.stderr)
+            return 1
+    else:
+        root = data_dir / "stores"
+        sources = sorted(root.glob(f"*{STORE_SUFFIX}")) if root.is_dir() else []
+    for name, pages in backup_stores(sources, Path(args.destination), settings.journal):
+        print(f"{name}: {pages} pages copied")
+    print(f"{len(sources)} store(s) backed up to {args.destination}")
+    return 0
+
+
+def cmd_new_store(settings: Settings, args: argparse.Namespace) -> int:
+    """Deliberately start a user's store empty (after its file was lost and cannot be restored)."""
+    data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir
+    path = create_store(data_dir, args.user, settings.journal)
+    print(f"created an empty store for {args.user} ({path.name})")
+    return 0
 
 
 def cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
@@ -314,6 +360,15 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="integrity and schema version of every store")
     check.add_argument("--data-dir")
     check.set_defaults(run=cmd_check)
+    backup = sub.add_parser("backup", help="copy every store (or --user's) into a new folder, safe while serving")
+    backup.add_argument("destination", help="a new or empty folder; it becomes a data directory")
+    backup.add_argument("--user", help="store key: 'owner' or 'github:<account id>' (default: every store)")
+    backup.add_argument("--data-dir")
+    backup.set_defaults(run=cmd_backup)
+    new_store = sub.add_parser("new-store", help="start a user's lost store empty (refuses if its file exists)")
+    new_store.add_argument("--user", default=OWNER_KEY, help="store key: 'owner' (default) or 'github:<account id>'")
+    new_store.add_argument("--data-dir")
+    new_store.set_defaults(run=cmd_new_store)
     return parser
 
 
@@ -328,5 +383,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except CommandError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except StorageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except apsw.Error as exc:  # e.g. a store that turns out damaged halfway through an export
+        print(f"error: the database failed: {type(exc).__name__} ({exc}); run `thoughtline check`", file=sys.stderr)
         return 1
     return code

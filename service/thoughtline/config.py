@@ -19,6 +19,8 @@ from thoughtline.identity import login_key
 
 MIN_TOKEN_LENGTH = 32
 DEFAULT_MAX_BODY_BYTES = 1_048_576
+DEFAULT_MAX_OPEN_STORES = 256
+DEFAULT_MALLOC_ARENAS = 2
 
 Journal = Literal["wal", "truncate"]
 
@@ -83,6 +85,8 @@ class Settings:
     library: bool = True
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     idle_store_seconds: float = 300.0
+    max_open_stores: int = DEFAULT_MAX_OPEN_STORES
+    malloc_arenas: int = DEFAULT_MALLOC_ARENAS
     log_level: str = "info"
     thread_dormant_days: float = 14.0
     thread_closed_days: float = 45.0
@@ -170,6 +174,8 @@ class Settings:
             retention_days=_int(environ, "THOUGHT_RETENTION_DAYS", 0),
             library=library == "on",
             max_body_bytes=_int(environ, "THOUGHTLINE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1024),
+            max_open_stores=_int(environ, "THOUGHTLINE_MAX_OPEN_STORES", DEFAULT_MAX_OPEN_STORES, minimum=1),
+            malloc_arenas=_int(environ, "THOUGHTLINE_MALLOC_ARENAS", DEFAULT_MALLOC_ARENAS),
             log_level=environ.get("THOUGHTLINE_LOG_LEVEL", "").strip().lower() or "info",
             thread_dormant_days=dormant,
             thread_closed_days=closed,

@@ -33,6 +33,7 @@ from thoughtline.mcp.schemas import (
 )
 from thoughtline.storage import thoughts as store
 from thoughtline.storage.db import StorageError
+from thoughtline.storage.faults import caller_text
 from thoughtline.storage.migrations import SchemaTooNewError
 from thoughtline.storage.router import StoreRouter, UserStore
 
@@ -106,7 +107,8 @@ Use it for problems that need planning, revision or exploring alternatives. Call
 - Revise: isRevision: true with revisesThought: N.
 - Branch: branchId + branchFromThought: N forks from the main path; add branchFromBranchId to fork from
   inside another branch. Numbers are scoped to their branch; keep passing branchId on the branch's later steps.
-- requestId makes a retry safe: the same id and arguments return the original result without writing again.
+- Pass a new requestId (any unique string) on every call and reuse it to retry: the same id and arguments
+  return the original result without writing again, so a retry after an error or a lost answer is exact.
 Read a sequence back with get_thought_history."""
 
 HISTORY_DESCRIPTION = """Read back a stored reasoning sequence, oldest first by default, one page at a time.
@@ -217,14 +219,15 @@ class ToolRegistry:
             return error_result("invalid_input: tool arguments must be a JSON object.")
         try:
             opened = await self._router.get(current_principal().user_key)
-            out = await spec.handler(args or {}, ToolContext(store=opened, clock=self._clock))
+            with opened.in_use():  # not evicted between this call's reads and writes
+                out = await spec.handler(args or {}, ToolContext(store=opened, clock=self._clock))
         except DomainError as exc:
             return error_result(exc.wire_text())
         except SchemaTooNewError as exc:
             return error_result(f"storage_error: {exc}")
         except (StorageError, apsw.Error) as exc:
             logger.warning("tool %s: storage failure %s", name, type(exc).__name__)
-            return error_result(f"storage_error: {_storage_message(exc)} Nothing was written; retry shortly.")
+            return error_result(f"storage_error: {caller_text(exc)}")
         except Exception as exc:
             # The message could quote arguments (thought text), so only the type and frames are logged.
             frames = "".join(traceback.format_tb(exc.__traceback__))
@@ -234,9 +237,3 @@ class ToolRegistry:
             content=[types.TextContent(text=out.text)],
             structured_content=out.structured,
         )
-
-
-def _storage_message(exc: Exception) -> str:
-    if isinstance(exc, StorageError):
-        return str(exc) + "."
-    return f"the database reported {type(exc).__name__}."

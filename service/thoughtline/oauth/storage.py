@@ -38,7 +38,8 @@ from thoughtline.oauth.records import (
     trim_documents,
 )
 from thoughtline.oauth.signing import digest
-from thoughtline.storage.db import ReadPool, Writer
+from thoughtline.storage.db import Writer
+from thoughtline.storage.reads import ReadPool
 
 T = TypeVar("T")
 

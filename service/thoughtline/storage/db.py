@@ -1,8 +1,8 @@
 """SQLite connections and the single writer of a user store.
 
-Owns: opening apsw connections with Thoughtline's PRAGMAs and sqlite-vec, the per-store writer
-actor (one thread, one connection, an in-process queue, group commit), and the pool of read
-connections. Nothing here knows what a thought is; callers pass functions that take a connection.
+Owns: opening apsw connections with Thoughtline's PRAGMAs and sqlite-vec, and the per-store writer
+actor (one thread, one connection, an in-process queue, group commit); the read connections are
+in `storage/reads.py`. Nothing here knows what a thought is; callers pass functions that take a connection.
 
 Why a thread per store: apsw calls block, and one writer thread gives a natural queue in front of
 SQLite's single write lock. While one group commit waits for its fsync, new writes pile up in the
@@ -18,27 +18,27 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-import anyio
 import apsw
 
 from thoughtline.config import Journal
+from thoughtline.storage.faults import StorageError, kind_of, storage_failure
+from thoughtline.storage.files import FileIdentity, remove_quietly, set_aside
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 30_000
+CLOSE_CHECKPOINT_TIMEOUT_MS = 2_000  # at close, wait this long at most for other processes' readers
 MAX_GROUP = 256
-READ_POOL_SIZE = 4
 
-
-class StorageError(Exception):
-    """The database could not do what was asked (locked too long, disk full, corrupt, …)."""
+__all__ = ["StorageError", "Writer", "connect", "write_transaction"]
 
 
 def sqlite_vec_path() -> str:
@@ -68,14 +68,38 @@ def install_sqlite_vec() -> None:
         apsw.connection_hooks.append(_load_sqlite_vec)
 
 
-def connect(path: Path, journal: Journal, *, readonly: bool = False) -> apsw.Connection:
-    """Open one connection to a store file with the durability PRAGMAs Thoughtline relies on."""
+def connect(path: Path, journal: Journal, *, readonly: bool = False, create: bool = True) -> apsw.Connection:
+    """Open one connection to a store file with the durability PRAGMAs Thoughtline relies on.
+
+    A read-write open that SQLite could only make read-only (it silently falls back when the file
+    or its folder is not writable) is refused, so a brief permission fault is not kept for the
+    life of the connection; the caller opens again on its next call.
+    """
     install_sqlite_vec()
-    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    if readonly:
+        flags = apsw.SQLITE_OPEN_READONLY
+    else:
+        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
     try:
         conn = apsw.Connection(str(path), flags=flags)
     except apsw.Error as exc:
-        raise StorageError(f"cannot open store {path.name}: {exc}") from exc
+        raise StorageError(f"cannot open store {path.name}: {exc}", kind_of(exc)) from exc
+    if not readonly and conn.readonly("main"):
+        conn.close()
+        raise StorageError(
+            f"store {path.name} could only be opened read-only (the file or its folder is not writable, "
+            "or the disk is mounted read-only)"
+        )
+    try:
+        _configure(conn, path, journal, readonly)
+    except BaseException as exc:
+        conn.close()
+        raise storage_failure(exc, f"opening store {path.name}") from exc
+    return conn
+
+
+def _configure(conn: apsw.Connection, path: Path, journal: Journal, readonly: bool) -> None:
+    # The first statements are where a file that is not a database (or a damaged header) shows.
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     conn.execute("PRAGMA foreign_keys=ON")
     if not readonly:
@@ -86,7 +110,6 @@ def connect(path: Path, journal: Journal, *, readonly: bool = False) -> apsw.Con
         if str(got).lower() != mode:
             raise StorageError(f"store {path.name} refused journal_mode={mode} (got {got})")
     conn.execute("PRAGMA synchronous=FULL")
-    return conn
 
 
 @contextlib.contextmanager
@@ -137,17 +160,26 @@ class Writer:
     `submit(fn)` queues `fn(conn)`; the thread runs queued functions in one `BEGIN IMMEDIATE`
     transaction, each inside its own savepoint so one failing call rolls back alone, then COMMITs
     and only then resolves the callers' futures. A write is acknowledged only after COMMIT.
+
+    Before each COMMIT the writer checks that the path still names the file it opened: with WAL,
+    a deleted or replaced store file otherwise keeps taking acknowledged writes into an unlinked
+    file. A writer that finds its file gone refuses every later write (`broken` says why).
     """
 
-    def __init__(self, path: Path, journal: Journal) -> None:
+    def __init__(self, path: Path, journal: Journal, *, create: bool = True) -> None:
         self._path = path
         self._journal = journal
+        self._create = create
         self._on_commit: Callable[[], None] | None = None
         self._queue: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
         self._ready = threading.Event()
         self._open_error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"writer-{path.stem[:8]}", daemon=True)
         self._closed = False
+        self.identity: FileIdentity | None = None
+        self.broken: StorageError | None = None
+        self._wal_path = path.with_name(path.name + "-wal")
+        self._stale_wal: FileIdentity | None = None
         self.stats = WriterStats()
 
     def set_on_commit(self, hook: Callable[[], None]) -> None:
@@ -164,6 +196,8 @@ class Writer:
 
     async def submit(self, fn: Callable[[apsw.Connection], T]) -> T:
         """Run `fn` inside a committed write transaction and return its result."""
+        if self.broken is not None:
+            raise self.broken
         if self._closed:
             raise StorageError("store is closed")
         loop = asyncio.get_running_loop()
@@ -179,12 +213,36 @@ class Writer:
         self._queue.put(None)
         self._thread.join()
 
+    def check_file(self) -> None:
+        """Raise (and stay broken) if the store's path no longer names the file this writer opened."""
+        if self.broken is not None:
+            raise self.broken
+        if self.identity is None:
+            return
+        change = self.identity.change_at(self._path)
+        if change is not None:
+            self._stale_wal = FileIdentity.of(self._wal_path)  # still ours: our connection holds it
+            self.broken = StorageError(
+                f"the store file {self._path.name} was {change} while the server had it open; "
+                "the server stopped using it so nothing is written into a file that is no longer there",
+                "damaged",
+            )
+            logger.error("store file %s was %s while open; writes refused", self._path.name, change)
+            raise self.broken
+
     def _run(self) -> None:
         try:
-            conn = connect(self._path, self._journal)
+            conn = connect(self._path, self._journal, create=self._create)
+        except BaseException as exc:
+            self._open_error = storage_failure(exc, f"opening store {self._path.name}")
+            self._ready.set()
+            return
+        try:
+            self.identity = FileIdentity.of(self._path)
             self._prepare(conn)
         except BaseException as exc:
-            self._open_error = exc
+            conn.close()  # a store that fails to open on every call must not leak descriptors
+            self._open_error = storage_failure(exc, "preparing the store") if isinstance(exc, apsw.Error) else exc
             self._ready.set()
             return
         self._ready.set()
@@ -206,36 +264,74 @@ class Writer:
                     group.append(nxt)
                 self._commit_group(conn, group)
         finally:
+            self._checkpoint(conn)
             conn.close()
+            self._set_aside_stale_wal()
+
+    def _set_aside_stale_wal(self) -> None:
+        if self.broken is None:
+            return
+        try:
+            kept = set_aside(self._wal_path, self._stale_wal, f".orphaned-{int(time.time())}")
+            remove_quietly(self._path.with_name(self._path.name + "-shm"))
+        except OSError as exc:
+            logger.error("could not set aside the WAL of vanished store %s: %s", self._path.name, type(exc).__name__)
+            return
+        if kept is not None:
+            logger.error("set aside the WAL of vanished store %s as %s", self._path.name, kept.name)
+
+    def _checkpoint(self, conn: apsw.Connection) -> None:
+        # A clean stop leaves everything in the main file, so copying the .sqlite3 alone after a
+        # stop backs up all that was acknowledged. Never into a file that is no longer the store's.
+        if self._journal != "wal" or self.broken is not None:
+            return
+        conn.set_busy_timeout(CLOSE_CHECKPOINT_TIMEOUT_MS)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except apsw.Error as exc:
+            logger.warning("checkpoint at close of %s failed: %s", self._path.name, type(exc).__name__)
+
+    def _fail(self, group: list[_Job[Any]], failure: StorageError) -> None:
+        for job in group:
+            _settle(job, None, failure)
 
     def _commit_group(self, conn: apsw.Connection, group: list[_Job[Any]]) -> None:
-        outcomes: list[tuple[_Job[Any], Any, BaseException | None]] = []
         try:
+            self.check_file()
             conn.execute("BEGIN IMMEDIATE")
-        except apsw.Error as exc:
-            failure = StorageError(f"could not start a write transaction: {type(exc).__name__}")
-            for job in group:
-                _settle(job, None, failure)
+        except (StorageError, apsw.Error) as exc:
+            self._fail(group, storage_failure(exc, "starting a write transaction"))
             return
+        outcomes: list[tuple[_Job[Any], Any, BaseException | None]] = []
         try:
             for job in group:
                 conn.execute("SAVEPOINT job")
                 try:
                     result = job.fn(conn)
                 except BaseException as exc:
+                    if conn.get_autocommit():
+                        # SQLite already rolled the whole transaction back (an I/O error, a full
+                        # disk): the savepoint is gone, and so are the group's earlier writes.
+                        raise
                     conn.execute("ROLLBACK TO job")
                     conn.execute("RELEASE job")
                     outcomes.append((job, None, exc))
                 else:
                     conn.execute("RELEASE job")
                     outcomes.append((job, result, None))
+            self.check_file()
+        except BaseException as exc:
+            _rollback(conn)
+            self._fail(group, storage_failure(exc, "the write"))
+            return
+        try:
             conn.execute("COMMIT")
         except apsw.Error as exc:
-            if not conn.get_autocommit():
-                conn.execute("ROLLBACK")
-            failure = StorageError(f"the write could not be committed: {type(exc).__name__}")
-            for job in group:
-                _settle(job, None, failure)
+            # An error from COMMIT may come after the commit point (the journal's fsync after it
+            # was truncated, the WAL's fsync): the write may be stored. Say so, never "nothing".
+            _rollback(conn)
+            logger.warning("commit of %s failed: %s", self._path.name, type(exc).__name__)
+            self._fail(group, StorageError(f"committing failed: {type(exc).__name__}", "unknown_outcome"))
             return
         self.stats.commits += 1
         self.stats.writes += len(group)
@@ -246,40 +342,8 @@ class Writer:
             self._on_commit()
 
 
-@dataclass
-class ReadPool:
-    """A few read-only connections; each read runs in a worker thread inside one read transaction."""
-
-    path: Path
-    journal: Journal
-    _idle: list[apsw.Connection] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(READ_POOL_SIZE))
-
-    async def run(self, fn: Callable[[apsw.Connection], T]) -> T:
-        """Run `fn` against a consistent snapshot of the store."""
-        return await anyio.to_thread.run_sync(self._run_sync, fn, limiter=self._limiter)
-
-    def _run_sync(self, fn: Callable[[apsw.Connection], T]) -> T:
-        with self._lock:
-            conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            conn = connect(self.path, self.journal, readonly=True)
-        try:
-            conn.execute("BEGIN")
-            try:
-                return fn(conn)
-            finally:
-                conn.execute("COMMIT")
-        except apsw.Error as exc:
-            raise StorageError(f"the read failed: {type(exc).__name__}") from exc
-        finally:
-            with self._lock:
-                self._idle.append(conn)
-
-    def close(self) -> None:
-        """Close every idle connection."""
-        with self._lock:
-            for conn in self._idle:
-                conn.close()
-            self._idle.clear()
+def _rollback(conn: apsw.Connection) -> None:
+    # A failing ROLLBACK must not kill the writer thread: the callers are told about the first error.
+    if not conn.get_autocommit():
+        with contextlib.suppress(apsw.Error):
+            conn.execute("ROLLBACK")

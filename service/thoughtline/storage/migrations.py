@@ -376,6 +376,12 @@ WHERE branch IS NOT NULL AND position = (
 );
 """
 
+# A random id stamped once into each store: the registry of created stores (`storage/registry.py`)
+# records it, so a different store renamed over this file is told apart from a restored backup.
+STORE_IDENTITY = """
+INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', lower(hex(randomblob(16))));
+"""
+
 MIGRATIONS: Sequence[Migration] = (
     Migration("0001_core", _sql(CORE)),
     Migration("0002_search", _sql(SEARCH)),
@@ -383,6 +389,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("0004_search_context", _sql(SEARCH_CONTEXT)),
     Migration("0005_threads", _apply_threads),
     Migration("0006_sequence_origin", _sql(SEQUENCE_ORIGIN)),
+    Migration("0008_store_identity", _sql(STORE_IDENTITY)),
 )
 
 

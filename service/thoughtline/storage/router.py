@@ -3,31 +3,50 @@
 One SQLite file per user under `<data dir>/stores/`, named by a hash of the stable user key and
 checked to resolve inside that directory. Inside a process each store has exactly one writer
 (see `db.Writer`); across processes SQLite's lock and busy timeout keep one writer at a time.
-Stores open on first use (running migrations once) and close after sitting idle.
+Stores open on first use (running migrations once) and close after sitting idle, or, beyond
+`max_open` stores or when descriptors run short, least recently used first.
+
+Creating a store is recorded (`storage/registry.py`): a recorded store whose file is missing is
+reported, never silently recreated empty.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 import apsw
 
+from thoughtline import resources
 from thoughtline.clock import Clock, now_ms
 from thoughtline.config import Journal
-from thoughtline.storage import migrations, transfer
+from thoughtline.storage import migrations
 from thoughtline.storage import thoughts as store
-from thoughtline.storage.db import ReadPool, StorageError, Writer, connect, write_transaction
+from thoughtline.storage.db import StorageError, Writer, connect, write_transaction
+from thoughtline.storage.files import create_private_file, private_dir
+from thoughtline.storage.reads import READ_POOL_SIZE, ReadPool
+from thoughtline.storage.registry import (
+    UNSTAMPED,
+    Created,
+    StoreRegistry,
+    missing_message,
+    replaced_message,
+    stamped_id,
+)
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 STORE_SUFFIX = ".sqlite3"
+DEFAULT_MAX_OPEN = 256
+# The writer's database, WAL and shared-memory files, plus a database and WAL file per reader.
+FDS_PER_STORE = 3 + 2 * READ_POOL_SIZE
 
 
 def store_path(data_dir: Path, user_key: str) -> Path:
@@ -42,6 +61,11 @@ def store_path(data_dir: Path, user_key: str) -> Path:
     return path
 
 
+def user_hint(user_key: str) -> str:
+    """The `--user` argument naming this store on the command line."""
+    return f"--user {user_key}"
+
+
 @dataclass
 class UserStore:
     """An open store: its single writer, its read pool, and use tracking for idle closing."""
@@ -52,6 +76,11 @@ class UserStore:
     last_used: float = 0.0
     in_flight: int = 0
     after_commit: list[Callable[[UserStore], None]] = field(default_factory=list)
+
+    @property
+    def broken(self) -> bool:
+        """Whether this store's file was deleted or replaced while open (it must be closed)."""
+        return self.writer.broken is not None
 
     async def write(self, fn: Callable[[apsw.Connection], T]) -> T:
         """Run `fn` in a committed write transaction (group-committed with concurrent writes)."""
@@ -69,10 +98,23 @@ class UserStore:
         finally:
             self.in_flight -= 1
 
+    @contextlib.contextmanager
+    def in_use(self) -> Iterator[UserStore]:
+        """Hold the store open across several reads and writes (one tool call), so it is not evicted."""
+        self.in_flight += 1
+        try:
+            yield self
+        finally:
+            self.in_flight -= 1
+
     def close(self) -> None:
-        """Finish queued writes and close every connection."""
-        self.writer.close()
+        """Close the readers, then finish queued writes and close the writer.
+
+        The writer closes last: the last connection to close checkpoints the WAL, and a read-only
+        connection cannot, so closing readers last would leave acknowledged writes in the WAL.
+        """
         self.reads.close()
+        self.writer.close()
 
 
 class StoreRouter:
@@ -86,6 +128,7 @@ class StoreRouter:
         *,
         idle_seconds: float = 300.0,
         retention_days: int = 0,
+        max_open: int = DEFAULT_MAX_OPEN,
         migration_list: tuple[migrations.Migration, ...] | None = None,
     ) -> None:
         self._data_dir = data_dir
@@ -93,8 +136,11 @@ class StoreRouter:
         self._clock = clock
         self._idle_seconds = idle_seconds
         self._retention_days = retention_days
+        self._max_open = max(1, max_open)
         self._migrations = migration_list if migration_list is not None else tuple(migrations.MIGRATIONS)
+        self._registry = StoreRegistry((data_dir / "stores").resolve())
         self._open: dict[str, UserStore] = {}
+        self._closed_since_trim = 0  # closes (idle or evicted) since freed memory was last returned
         self._opening: dict[str, asyncio.Lock] = {}
         self.on_open: list[Callable[[UserStore], None]] = []
         self.on_close: list[Callable[[UserStore], None]] = []
@@ -107,25 +153,56 @@ class StoreRouter:
     async def get(self, user_key: str) -> UserStore:
         """The open store for `user_key`, opening (and migrating) it on first use."""
         existing = self._open.get(user_key)
-        if existing is not None:
+        if existing is not None and not existing.broken:
             existing.last_used = self._clock.now()
             return existing
         lock = self._opening.setdefault(user_key, asyncio.Lock())
         async with lock:
             existing = self._open.get(user_key)
+            if existing is not None and existing.broken:
+                # Closed before anything opens the path again, so its WAL never meets another file.
+                del self._open[user_key]
+                await self._close(existing)
+                existing = None
             if existing is None:
-                existing = await asyncio.to_thread(self._open_store, store_path(self._data_dir, user_key))
+                await self._make_room()
+                path = store_path(self._data_dir, user_key)
+                existing = await asyncio.to_thread(self._open_store, user_key, path)
                 self._open[user_key] = existing
                 for hook in self.on_open:
                     hook(existing)
             existing.last_used = self._clock.now()
             return existing
 
-    def _open_store(self, path: Path) -> UserStore:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        writer = Writer(path, self._journal)
-        writer.start(self._prepare)
-        opened = UserStore(path=path, writer=writer, reads=ReadPool(path, self._journal))
+    async def _make_room(self) -> None:
+        """Close least recently used idle stores while at the cap or short of descriptors."""
+        while self._open:
+            spare = resources.fds_to_spare()
+            if len(self._open) < self._max_open and (spare is None or spare >= FDS_PER_STORE):
+                return
+            idle = [(s.last_used, k) for k, s in self._open.items() if not s.in_flight]
+            if not idle:
+                break
+            _, key = min(idle)
+            await self._close(self._open.pop(key))
+        spare = resources.fds_to_spare()
+        if spare is not None and spare < FDS_PER_STORE:
+            logger.warning(
+                "no descriptors to open another store (%d open); raise the open-files limit", len(self._open)
+            )
+            raise StorageError("the server is out of file descriptors for another store right now")
+
+    def _open_store(self, user_key: str, path: Path) -> UserStore:
+        private_dir(self._data_dir)
+        private_dir(path.parent)
+        recorded = self._registry.lookup(path.name)
+        if recorded is not None and not path.exists():
+            raise StorageError(missing_message(path.name, recorded, user_hint(user_key)), "damaged")
+        if recorded is None:
+            create_private_file(path)  # new, or an unrecorded store from before the registry
+        writer = Writer(path, self._journal, create=False)
+        writer.start(lambda conn: self._prepare(conn, path.name, recorded))
+        opened = UserStore(path=path, writer=writer, reads=ReadPool(path, self._journal, guard=writer.check_file))
 
         def committed() -> None:
             for hook in opened.after_commit:
@@ -134,8 +211,12 @@ class StoreRouter:
         writer.set_on_commit(committed)
         return opened
 
-    def _prepare(self, conn: apsw.Connection) -> None:
+    def _prepare(self, conn: apsw.Connection, name: str, recorded: Created | None) -> None:
+        if recorded is not None and recorded.store_id != UNSTAMPED and stamped_id(conn) != recorded.store_id:
+            raise StorageError(replaced_message(name), "damaged")
         migrations.migrate(conn, self._migrations)
+        if recorded is None:
+            self._registry.record(name, stamped_id(conn))
         if self._retention_days > 0:
             cutoff = now_ms(self._clock) - self._retention_days * 86_400_000
             with write_transaction(conn):
@@ -158,6 +239,9 @@ class StoreRouter:
             del self._open[key]
             await self._close(candidate)
             closed += 1
+        if self._closed_since_trim:
+            self._closed_since_trim = 0
+            await asyncio.to_thread(resources.return_freed_memory)
         return closed
 
     async def close_all(self) -> None:
@@ -170,24 +254,19 @@ class StoreRouter:
         for hook in self.on_close:
             hook(opened)
         await asyncio.to_thread(opened.close)
+        self._closed_since_trim += 1
 
 
-def check_store(path: Path, journal: Journal, known: tuple[migrations.Migration, ...]) -> list[str]:
-    """Integrity and schema findings for one store file (empty when healthy)."""
+def create_store(data_dir: Path, user_key: str, journal: Journal) -> Path:
+    """Deliberately create `user_key`'s store empty and record it; refuses when a file is there."""
+    path = store_path(data_dir, user_key)
+    private_dir(path.parent)
+    if not create_private_file(path):
+        raise StorageError(f"a store file for {user_key!r} already exists ({path.name}); nothing was changed")
+    conn = connect(path, journal, create=False)
     try:
-        conn = connect(path, journal, readonly=True)
-    except StorageError as exc:
-        return [str(exc)]
-    try:
-        problems = transfer.integrity_problems(conn)
-        recorded = migrations.applied_migrations(conn)
-        names = [m.name for m in known]
-        newer = [n for n in recorded if n not in names]
-        missing = [n for n in names if n not in recorded]
-        if newer:
-            problems.append(f"written by a newer Thoughtline (unknown migrations: {', '.join(newer)})")
-        if missing:
-            problems.append(f"schema not current (pending migrations: {', '.join(missing)}); open it once to migrate")
-        return problems
+        migrations.migrate(conn)
+        StoreRegistry(path.parent).record(path.name, stamped_id(conn))
     finally:
         conn.close()
+    return path

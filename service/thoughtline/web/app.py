@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import apsw
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -41,6 +42,8 @@ from thoughtline.mcp.thread_tools import ThreadTools
 from thoughtline.mcp.tools import ToolRegistry, ToolSpec, core_tools
 from thoughtline.oauth import OAuthDoor, build_oauth
 from thoughtline.storage import migrations
+from thoughtline.storage.faults import StorageError, caller_text
+from thoughtline.storage.migrations import SchemaTooNewError
 from thoughtline.storage.router import StoreRouter
 from thoughtline.web.auth import Authenticator, BearerGate, TokenVerifier
 from thoughtline.web.eras import ModernOnly
@@ -210,6 +213,7 @@ def create_app(
         clock,
         idle_seconds=settings.idle_store_seconds,
         retention_days=settings.retention_days,
+        max_open=settings.max_open_stores,
     )
     extras = dataclasses.replace(
         extras,
@@ -283,8 +287,13 @@ def create_app(
                     status_code=401,
                     headers=headers,
                 )
-            opened = await router.get(principal.user_key)
-            version = await opened.read(migrations.schema_version)
+            try:
+                opened = await router.get(principal.user_key)
+                version = await opened.read(migrations.schema_version)
+            except (StorageError, SchemaTooNewError, apsw.Error) as exc:
+                message = str(exc) if isinstance(exc, SchemaTooNewError) else caller_text(exc)
+                problem = {"ok": False, "error": "storage_error", "message": message}
+                return JSONResponse(problem, status_code=503)
             current = len(migrations.MIGRATIONS)
             body["store"] = {"schemaVersion": version, "current": version == current}
             body["ok"] = version == current

@@ -1,0 +1,72 @@
+"""`thoughtline backup`: consistent copies of stores through SQLite's online backup API.
+
+A backup is a new data directory (`<dest>/stores/…` plus the record of created stores), so it
+can be checked with `thoughtline check --data-dir <dest>`, served as it is, or restored by
+copying its `stores/` files back while the server is stopped. Each store is copied in one
+backup step, which reads one snapshot: a server writing meanwhile is neither blocked (WAL) nor
+half-copied. Files are written under a temporary name, fsynced, then renamed into place.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import apsw
+
+from thoughtline.config import Journal
+from thoughtline.storage.db import StorageError, connect
+from thoughtline.storage.files import create_private_file, fsync_dir, private_dir, remove_quietly
+from thoughtline.storage.registry import StoreRegistry
+
+
+def prepare_destination(dest: Path) -> Path:
+    """The `stores/` folder of a new backup at `dest`; refuses a destination that holds anything."""
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise StorageError(f"{dest} already exists and is not an empty folder; name a new folder, nothing was changed")
+    return private_dir(private_dir(dest) / "stores")
+
+
+def backup_store(source: Path, dest_stores: Path, journal: Journal) -> int:
+    """Copy one store file into `dest_stores` under the same name; returns the pages copied."""
+    final = dest_stores / source.name
+    partial = dest_stores / (source.name + ".partial")
+    remove_quietly(partial)
+    create_private_file(partial)
+    src = connect(source, journal, readonly=True)
+    try:
+        dst = apsw.Connection(str(partial))
+        try:
+            with dst.backup("main", src, "main") as step:
+                step.step()  # every page at once: one read snapshot of the source
+                pages = step.pagecount
+            # The copy is a standalone file: no WAL beside it to forget when it is moved.
+            dst.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            dst.close()
+    except apsw.Error as exc:
+        remove_quietly(partial)
+        raise StorageError(f"backing up {source.name} failed: {type(exc).__name__}") from exc
+    finally:
+        src.close()
+    fd = os.open(partial, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(partial, final)
+    fsync_dir(dest_stores)
+    return pages
+
+
+def backup_stores(sources: list[Path], dest: Path, journal: Journal) -> list[tuple[str, int]]:
+    """Back up `sources` (store files of one data dir) into a new data directory at `dest`."""
+    dest_stores = prepare_destination(dest)
+    recorded = StoreRegistry(sources[0].parent).entries() if sources else {}
+    copy = StoreRegistry(dest_stores)
+    done: list[tuple[str, int]] = []
+    for source in sources:
+        done.append((source.name, backup_store(source, dest_stores, journal)))
+        if source.name in recorded:
+            copy.keep(recorded[source.name])
+    return done
