@@ -208,6 +208,25 @@ async def test_delete_needs_confirm_and_removes_the_thread_but_never_a_sequence(
     assert again[0] == "thread_not_found"
 
 
+async def test_delete_takes_confirm_as_the_string_true_and_refuses_anything_else(app: Served) -> None:
+    async with connected(app) as client:
+        await create(client, "pg")
+        seq = await think(client, threads=["pg"])
+        refusals = [
+            await refused(client, "configure_thread", action="delete", name="pg", confirm=value)
+            for value in ("yes", "false", 1, "1")
+        ]
+        kept = app.counts()
+        deleted = await call(client, "configure_thread", action="delete", name="pg", confirm="true")
+        history = await call(client, "get_thought_history", sequenceId=seq)
+    assert {code for code, _ in refusals} == {"invalid_input"}
+    assert all("'confirm'" in message for _, message in refusals)
+    assert (kept["threads"], kept["thread_members"]) == (1, 1)
+    assert deleted["deleted"] is True
+    assert history["sequence"]["thoughtHistoryLength"] == 1
+    assert app.counts()["threads"] == 0
+
+
 async def test_pin_adds_a_user_member_and_unpin_removes_it_for_good(app: Served) -> None:
     async with connected(app) as client:
         await create(client, "pg")

@@ -56,6 +56,28 @@ async def test_an_unknown_or_archived_thread_writes_nothing(
     assert app.counts() == before
 
 
+async def test_a_refused_join_stores_no_request_id_so_a_retry_after_creating_the_thread_writes_once(
+    app: Served,
+) -> None:
+    async with connected(app) as client:
+        await create(client, "old")
+        await call(client, "configure_thread", action="archive", name="old")
+        before = app.counts()
+        sent = {**FIRST, "requestId": "req-1", "threads": ["pg"]}
+        first = await refused(client, "sequentialthinking", **sent)
+        retried = await refused(client, "sequentialthinking", **sent)
+        archived = await refused(client, "sequentialthinking", **{**FIRST, "requestId": "req-2", "threads": ["old"]})
+        after_refusals = app.counts()
+        await create(client, "pg")
+        written = await call(client, "sequentialthinking", **sent)
+        again = await call(client, "sequentialthinking", **sent)
+    assert (first[0], retried[0], archived[0]) == ("thread_not_found", "thread_not_found", "thread_archived")
+    assert after_refusals == before
+    assert again == written
+    counts = app.counts()
+    assert (counts["sequences"], counts["thoughts"], counts["thread_members"], counts["requests"]) == (1, 1, 1, 1)
+
+
 async def test_an_event_is_stored_on_the_thought_and_returned_by_history(app: Served) -> None:
     async with connected(app) as client:
         seq = await think(client, "We pick Postgres", event="decision")

@@ -183,6 +183,29 @@ async def test_an_archived_thread_gets_no_proposals(app: Served) -> None:
     assert app.query("SELECT count(*) FROM thread_proposals")[0][0] == 0
 
 
+async def test_an_archived_threads_pending_proposals_wait_until_it_is_unarchived(app: Served) -> None:
+    async with connected(app) as client:
+        await threads(client)
+        await write(client, HOSE)
+        [pending] = await proposals(client)
+        thread = pending["thread"]
+        archived = await call(client, "configure_thread", action="archive", name=thread)
+        hidden = await proposals(client)
+        before = app.counts()
+        accepted = await refused(client, "review_proposals", action="accept", proposalId=pending["proposalId"])
+        rejected = await refused(client, "review_proposals", action="reject", proposalId=pending["proposalId"])
+        after = app.counts()
+        restored = await call(client, "configure_thread", action="unarchive", name=thread)
+        shown = await proposals(client)
+    assert archived["thread"]["pendingProposals"] == 0
+    assert hidden == []
+    assert accepted[0] == rejected[0] == "thread_archived"
+    assert "unarchive" in accepted[1]
+    assert after == before
+    assert restored["thread"]["pendingProposals"] == 1
+    assert [p["proposalId"] for p in shown] == [pending["proposalId"]]
+
+
 async def test_a_new_thread_is_matched_against_stored_sequences(app: Served) -> None:
     async with connected(app) as client:
         hose = await write(client, HOSE)
