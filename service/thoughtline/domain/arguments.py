@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
+from thoughtline.domain.thread_state import DerivedEventKind, TaggedEventKind
 from thoughtline.errors import invalid
 
 MAX_THOUGHT_CHARS = 20_000
@@ -25,18 +26,8 @@ MAX_THREADS_PER_CALL = 16
 MAX_KIND_CHARS = 64
 MAIN_BRANCH = "main"
 # Thought-level events a caller may tag (SPEC §5.3); `conclusion` and `update` are derived only.
-EVENT_KINDS = (
-    "decision",
-    "blocker",
-    "blocker_cleared",
-    "question",
-    "answer",
-    "milestone",
-    "setback",
-    "resolution",
-    "observation",
-)
-DERIVED_EVENT_KINDS = ("conclusion", "update")
+EVENT_KINDS: tuple[str, ...] = get_args(TaggedEventKind)
+DERIVED_EVENT_KINDS: tuple[str, ...] = get_args(DerivedEventKind)
 
 SEQUENCE_ID_RE = re.compile(r"^seq_[0-9a-f]{32}$")
 _INT_RE = re.compile(r"^\s*[+]?\d{1,12}\s*$")
