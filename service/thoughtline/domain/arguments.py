@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
 from thoughtline.domain.thread_state import DerivedEventKind, TaggedEventKind
@@ -80,6 +81,24 @@ def coerce_str(args: Mapping[str, Any], field: str, *, max_chars: int, allow_con
     if not allow_control and _CONTROL_RE.search(value):
         raise invalid(f"'{field}' contains control characters; use printable text.")
     return value
+
+
+def parse_instant(args: Mapping[str, Any], field: str) -> int | None:
+    """An optional ISO-8601 date or time field as epoch milliseconds; no zone means UTC."""
+    raw = coerce_str(args, field, max_chars=64)
+    if raw is None:
+        return None
+    text = raw.strip()
+    # Python 3.11's fromisoformat reads a trailing Z, but not a lowercase z; RFC 3339 allows both.
+    try:
+        parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        raise invalid(
+            f"'{field}' must be an ISO-8601 date or time such as 2026-03-01 or 2026-03-01T12:00:00Z; got {text[:40]!r}."
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return int(parsed.timestamp() * 1000)
 
 
 def coerce_sequence_id(args: Mapping[str, Any], field: str) -> str | None:
