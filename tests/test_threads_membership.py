@@ -78,6 +78,23 @@ async def test_a_refused_join_stores_no_request_id_so_a_retry_after_creating_the
     assert (counts["sequences"], counts["thoughts"], counts["thread_members"], counts["requests"]) == (1, 1, 1, 1)
 
 
+async def test_history_lists_only_confirmed_threads_never_a_proposed_or_rejected_one(app: Served) -> None:
+    async with connected(app) as client:
+        for name in ("joined", "pinned", "proposed", "unpinned"):
+            await create(client, name)
+        seq = await think(client, threads=["joined"])
+        await call(client, "configure_thread", action="pin", name="pinned", sequenceId=seq)
+        await call(client, "configure_thread", action="pin", name="unpinned", sequenceId=seq)
+        await call(client, "configure_thread", action="unpin", name="unpinned", sequenceId=seq)
+        app.execute(
+            "INSERT INTO thread_proposals(thread, sequence_id, similarity, proposed_at) "
+            "SELECT t.id, s.id, 0.9, 1 FROM threads t, sequences s WHERE t.name = 'proposed'"
+        )
+        history = await call(client, "get_thought_history", sequenceId=seq)
+    assert history["sequence"]["threads"] == ["joined", "pinned"]
+    assert app.counts()["thread_proposals"] == 1
+
+
 async def test_an_event_is_stored_on_the_thought_and_returned_by_history(app: Served) -> None:
     async with connected(app) as client:
         seq = await think(client, "We pick Postgres", event="decision")
