@@ -43,6 +43,25 @@ async def test_events_come_from_tags_and_the_final_thought_and_revision_fallback
         brief = await call(client, "thread_briefing", name="PG")
     kinds = [(e["kind"], e["thoughtNumber"]) for e in brief["events"]]
     assert kinds == [("conclusion", 5), ("update", 4), ("decision", 2)]
+    assert set(brief) == {
+        "thread",
+        "openBlockers",
+        "openQuestions",
+        "decisions",
+        "latestConclusion",
+        "events",
+        "members",
+    }
+    assert set(brief["thread"]) == {
+        "name",
+        "description",
+        "headline",
+        "status",
+        "lifecycle",
+        "state",
+        "memberCount",
+        "lastActivityAt",
+    }
     event = brief["events"][0]
     assert set(event) == {"kind", "at", "sequenceId", "thoughtNumber", "branchId", "text"}
     assert (event["sequenceId"], event["branchId"], event["text"]) == (seq, None, "Cut over on Friday night")

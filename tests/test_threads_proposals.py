@@ -82,6 +82,7 @@ async def test_a_completing_write_is_proposed_in_a_list_right_after_it_and_not_c
         [("Garden irrigation", hose), ("Marathon training", run)]
     )
     garden = next(p for p in listed if p["sequenceId"] == hose)
+    assert set(garden) == {"proposalId", "thread", "sequenceId", "title", "similarity", "evidence", "proposedAt"}
     assert garden["proposalId"].startswith("prp_")
     assert garden["title"] == HOSE[0][:160]
     assert 0.0 < garden["similarity"] <= 1.0
