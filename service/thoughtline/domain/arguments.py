@@ -75,9 +75,9 @@ def coerce_str(args: Mapping[str, Any], field: str, *, max_chars: int, allow_con
     if not isinstance(value, str):
         raise invalid(f"'{field}' must be a string; got {_describe(value)}.")
     if not value.strip():
-        raise invalid(f"'{field}' must not be empty.")
+        raise invalid(f"'{field}' is empty; send a value or leave the field out.")
     if len(value) > max_chars:
-        raise invalid(f"'{field}' is {len(value)} characters; the limit is {max_chars}.")
+        raise invalid(f"'{field}' is {len(value)} characters; the limit is {max_chars}, shorten it.")
     if not allow_control and _CONTROL_RE.search(value):
         raise invalid(f"'{field}' contains control characters; use printable text.")
     return value
