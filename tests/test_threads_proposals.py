@@ -277,6 +277,22 @@ async def test_a_tampered_cursor_is_refused(app: Served) -> None:
     assert "cursor" in message
 
 
+async def test_a_cursor_from_another_tool_or_another_filter_is_refused(app: Served) -> None:
+    async with connected(app) as client:
+        await threads(client)
+        await write(client, HOSE)
+        await write(client, RUN)
+        history = await call(client, "get_thought_history", sequenceId=await write(client, BREAD), limit=1)
+        page = await call(client, "review_proposals", action="list", limit=1)
+        foreign = await refused(client, "review_proposals", action="list", cursor=history["nextCursor"])
+        filtered = await refused(
+            client, "review_proposals", action="list", thread=GARDEN[0], limit=1, cursor=page["nextCursor"]
+        )
+    assert (foreign[0], filtered[0]) == ("invalid_input", "invalid_input")
+    assert "start again without one" in foreign[1]
+    assert "'thread'" in filtered[1]
+
+
 async def test_listing_with_nothing_to_match_never_loads_the_model(
     settings: Settings, embedder: MiniLMEmbedder
 ) -> None:
