@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from thoughtline.domain.arguments import parse_delete, parse_history, parse_thought
+from thoughtline.domain.arguments import parse_delete, parse_history, parse_instant, parse_thought
 from thoughtline.errors import DomainError
 
 BASE: dict[str, Any] = {"thought": "x", "nextThoughtNeeded": True, "thoughtNumber": 1, "totalThoughts": 2}
@@ -84,3 +84,28 @@ def test_delete_requires_an_explicit_true(confirm: Any) -> None:
 def test_delete_accepts_true_and_the_string_true() -> None:
     assert parse_delete({"sequenceId": SEQ, "confirm": True}).sequence_id == SEQ
     assert parse_delete({"sequenceId": SEQ, "confirm": "true"}).sequence_id == SEQ
+
+
+@pytest.mark.parametrize(
+    ("sent", "ms"),
+    [
+        ("2026-03-01", 1_772_323_200_000),
+        ("2026-03-01T12:00:00Z", 1_772_366_400_000),
+        ("2026-03-01T12:00:00z", 1_772_366_400_000),
+        ("2026-03-01T14:00:00+02:00", 1_772_366_400_000),
+        (" 2026-03-01T12:00:00 ", 1_772_366_400_000),
+    ],
+)
+def test_an_instant_is_iso_8601_and_a_missing_zone_means_utc(sent: str, ms: int) -> None:
+    assert parse_instant({"since": sent}, "since") == ms
+
+
+def test_an_absent_instant_is_none() -> None:
+    assert parse_instant({}, "since") is None
+
+
+@pytest.mark.parametrize("sent", ["yesterday", "2026-13-01", "", 1772323200, "2026-03-01T25:00"])
+def test_a_bad_instant_is_refused_naming_the_field(sent: Any) -> None:
+    with pytest.raises(DomainError, match="'until'") as refused:
+        parse_instant({"until": sent}, "until")
+    assert refused.value.code == "invalid_input"

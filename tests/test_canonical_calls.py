@@ -105,6 +105,29 @@ async def test_a_completed_sequence_is_not_continued(server: ThreadServer) -> No
     assert "thought 3 started a new sequence" in text(after)
 
 
+async def test_a_paused_sequence_is_continued_and_an_abandoned_one_is_not(server: ThreadServer) -> None:
+    async with mcp_client(server.base_url) as client:
+        seq = structured(await client.call_tool("sequentialthinking", step(1, "one")))["sequenceId"]
+        await client.call_tool("manage_sequence", {"action": "pause", "sequenceId": seq})
+        paused = structured(await client.call_tool("sequentialthinking", step(2, "two")))
+        await client.call_tool("manage_sequence", {"action": "abandon", "sequenceId": seq})
+        abandoned = await client.call_tool("sequentialthinking", step(3, "three"))
+    assert (paused["sequenceId"], paused["continued"]) == (seq, True)
+    assert structured(abandoned)["sequenceId"] != seq
+    assert "thought 3 started a new sequence" in text(abandoned)
+
+
+async def test_a_retried_canonical_call_returns_its_first_result_and_writes_once(server: ThreadServer) -> None:
+    async with mcp_client(server.base_url) as client:
+        seq = structured(await client.call_tool("sequentialthinking", step(1, "one")))["sequenceId"]
+        first = await client.call_tool("sequentialthinking", step(2, "two", requestId="call-2"))
+        # The retry no longer fits the rule (the sequence now ends at 2), yet it is the same call.
+        retry = await client.call_tool("sequentialthinking", step(2, "two", requestId="call-2"))
+        assert structured(retry) == structured(first)
+        assert (structured(first)["sequenceId"], structured(first)["continued"]) == (seq, True)
+        assert await bodies(client, seq) == ["one", "two"]
+
+
 async def test_a_sequence_idle_for_more_than_30_minutes_is_not_continued(
     timed_server: ThreadServer, clock: FakeClock
 ) -> None:

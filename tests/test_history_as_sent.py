@@ -51,6 +51,21 @@ async def test_a_branch_first_thought_carries_its_fork_arguments_as_sent_and_a_r
     assert deep["parentBranchId"] is None  # the header shows where the fork really sits
 
 
+async def test_booleans_sent_as_false_come_back_false_and_unsent_ones_stay_absent(server: ThreadServer) -> None:
+    async with mcp_client(server.base_url) as client:
+        first = await client.call_tool("sequentialthinking", args(None, 1, "sent false", isRevision="false"))
+        seq = structured(first)["sequenceId"]
+        structured(await client.call_tool("sequentialthinking", args(seq, 2, "sent", needsMoreThoughts=False)))
+        structured(await client.call_tool("sequentialthinking", args(seq, 3, "nothing extra")))
+        page = structured(await client.call_tool("get_thought_history", {"sequenceId": seq}))
+    by_body = {t["thought"]: t for t in page["thoughts"]}
+    assert by_body["sent false"]["isRevision"] is False
+    assert "revisesThought" not in by_body["sent false"]
+    assert by_body["sent"]["needsMoreThoughts"] is False
+    assert "isRevision" not in by_body["sent"]
+    assert not {"isRevision", "needsMoreThoughts"} & set(by_body["nothing extra"])
+
+
 def test_upgrading_a_store_fills_in_each_branch_first_thought_fork_number(tmp_path: Path) -> None:
     conn = connect(tmp_path / "old.sqlite3", "wal")
     migrations.migrate(conn, migrations.MIGRATIONS[:4])  # as released before 0006_sequence_origin

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -176,19 +178,12 @@ def test_texts_are_collapsed_and_clipped_with_an_ellipsis() -> None:
     assert first_sentence("  Hello   world. More ") == "Hello world."
 
 
-_KINDS: list[EventKind] = [
-    "decision",
-    "blocker",
-    "blocker_cleared",
-    "question",
-    "answer",
-    "milestone",
-    "setback",
-    "resolution",
-    "observation",
-    "conclusion",
-    "update",
-]
+_KINDS: list[EventKind] = list(get_args(EventKind))
+
+
+def test_the_kinds_are_the_nine_tagged_ones_then_the_two_derived_ones() -> None:
+    assert _KINDS[-2:] == ["conclusion", "update"]
+    assert len(_KINDS) == len(set(_KINDS)) == 11
 
 
 @given(

@@ -43,6 +43,25 @@ async def test_events_come_from_tags_and_the_final_thought_and_revision_fallback
         brief = await call(client, "thread_briefing", name="PG")
     kinds = [(e["kind"], e["thoughtNumber"]) for e in brief["events"]]
     assert kinds == [("conclusion", 5), ("update", 4), ("decision", 2)]
+    assert set(brief) == {
+        "thread",
+        "openBlockers",
+        "openQuestions",
+        "decisions",
+        "latestConclusion",
+        "events",
+        "members",
+    }
+    assert set(brief["thread"]) == {
+        "name",
+        "description",
+        "headline",
+        "status",
+        "lifecycle",
+        "state",
+        "memberCount",
+        "lastActivityAt",
+    }
     event = brief["events"][0]
     assert set(event) == {"kind", "at", "sequenceId", "thoughtNumber", "branchId", "text"}
     assert (event["sequenceId"], event["branchId"], event["text"]) == (seq, None, "Cut over on Friday night")
@@ -187,15 +206,18 @@ async def test_events_are_newest_first_and_limited_by_events_limit(app: Served) 
     assert [d["text"] for d in default["decisions"]] == ["obs 12", "obs 10", "obs 8", "obs 6", "obs 4", "obs 2"]
 
 
-async def test_decisions_keep_the_ten_newest_and_event_text_is_clipped(app: Served) -> None:
+async def test_decisions_keep_the_ten_newest_events_default_to_twenty_and_text_is_clipped(app: Served) -> None:
     async with connected(app) as client:
         await create(client, "pg")
         seq = await think(client, "d1 " + "x" * 400, threads=["pg"], event="decision")
-        for n in range(2, 13):
+        for n in range(2, 26):
             await step(client, seq, n, f"d{n}", event="decision")
         brief = await call(client, "thread_briefing", name="pg", eventsLimit=100)
-    assert [d["text"] for d in brief["decisions"]] == [f"d{n}" for n in range(12, 2, -1)]
+        default = await call(client, "thread_briefing", name="pg")
+    assert [d["text"] for d in brief["decisions"]] == [f"d{n}" for n in range(25, 15, -1)]
+    assert len(brief["events"]) == 25
     assert len(brief["events"][-1]["text"]) == 280
+    assert [e["text"] for e in default["events"]] == [f"d{n}" for n in range(25, 5, -1)]
 
 
 async def test_events_on_a_branch_name_their_branch(app: Served) -> None:

@@ -208,10 +208,30 @@ async def test_delete_needs_confirm_and_removes_the_thread_but_never_a_sequence(
     assert again[0] == "thread_not_found"
 
 
+async def test_delete_takes_confirm_as_the_string_true_and_refuses_anything_else(app: Served) -> None:
+    async with connected(app) as client:
+        await create(client, "pg")
+        seq = await think(client, threads=["pg"])
+        refusals = [
+            await refused(client, "configure_thread", action="delete", name="pg", confirm=value)
+            for value in ("yes", "false", 1, "1")
+        ]
+        kept = app.counts()
+        deleted = await call(client, "configure_thread", action="delete", name="pg", confirm="true")
+        history = await call(client, "get_thought_history", sequenceId=seq)
+    assert {code for code, _ in refusals} == {"invalid_input"}
+    assert all("'confirm'" in message for _, message in refusals)
+    assert (kept["threads"], kept["thread_members"]) == (1, 1)
+    assert deleted["deleted"] is True
+    assert history["sequence"]["thoughtHistoryLength"] == 1
+    assert app.counts()["threads"] == 0
+
+
 async def test_pin_adds_a_user_member_and_unpin_removes_it_for_good(app: Served) -> None:
     async with connected(app) as client:
         await create(client, "pg")
         seq = await think(client)
+        original = await call(client, "get_thought_history", sequenceId=seq)
         app.clock.advance(1)
         pinned = await call(client, "configure_thread", action="pin", name="pg", sequenceId=seq)
         twice = await call(client, "configure_thread", action="pin", name="pg", sequenceId=seq)
@@ -224,6 +244,7 @@ async def test_pin_adds_a_user_member_and_unpin_removes_it_for_good(app: Served)
     assert [(m["sequenceId"], m["addedBy"]) for m in briefing["members"]] == [(seq, "user")]
     assert (unpinned["member"], unpinned["changed"], unpinned["thread"]["memberCount"]) == (False, True, 0)
     assert history["sequence"]["threads"] == []
+    assert history["thoughts"] == original["thoughts"]  # membership never changes a thought
     assert app.counts()["thread_rejections"] == 1
 
 
@@ -286,3 +307,19 @@ async def test_results_match_the_declared_output_schemas_on_both_endpoints(app: 
             assert schema is not None
             jsonschema.validate(result, schema)
     assert results[2][1]["latestConclusion"]["text"] == "Done"
+
+
+async def test_the_thread_tools_declare_what_they_do_to_the_store(app: Served) -> None:
+    async with connected(app) as client:
+        tools = {t.name: t.annotations for t in (await client.list_tools()).tools}
+    hints = {
+        name: (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint)
+        for name, a in tools.items()
+        if a is not None and name in ("configure_thread", "review_proposals", "thread_briefing")
+    }
+    assert hints == {
+        # configure_thread's delete removes a thread's memberships and proposals.
+        "configure_thread": (False, True, False, False),
+        "review_proposals": (False, False, False, False),
+        "thread_briefing": (True, False, True, False),
+    }

@@ -56,6 +56,45 @@ async def test_an_unknown_or_archived_thread_writes_nothing(
     assert app.counts() == before
 
 
+async def test_a_refused_join_stores_no_request_id_so_a_retry_after_creating_the_thread_writes_once(
+    app: Served,
+) -> None:
+    async with connected(app) as client:
+        await create(client, "old")
+        await call(client, "configure_thread", action="archive", name="old")
+        before = app.counts()
+        sent = {**FIRST, "requestId": "req-1", "threads": ["pg"]}
+        first = await refused(client, "sequentialthinking", **sent)
+        retried = await refused(client, "sequentialthinking", **sent)
+        archived = await refused(client, "sequentialthinking", **{**FIRST, "requestId": "req-2", "threads": ["old"]})
+        after_refusals = app.counts()
+        await create(client, "pg")
+        written = await call(client, "sequentialthinking", **sent)
+        again = await call(client, "sequentialthinking", **sent)
+    assert (first[0], retried[0], archived[0]) == ("thread_not_found", "thread_not_found", "thread_archived")
+    assert after_refusals == before
+    assert again == written
+    counts = app.counts()
+    assert (counts["sequences"], counts["thoughts"], counts["thread_members"], counts["requests"]) == (1, 1, 1, 1)
+
+
+async def test_history_lists_only_confirmed_threads_never_a_proposed_or_rejected_one(app: Served) -> None:
+    async with connected(app) as client:
+        for name in ("joined", "pinned", "proposed", "unpinned"):
+            await create(client, name)
+        seq = await think(client, threads=["joined"])
+        await call(client, "configure_thread", action="pin", name="pinned", sequenceId=seq)
+        await call(client, "configure_thread", action="pin", name="unpinned", sequenceId=seq)
+        await call(client, "configure_thread", action="unpin", name="unpinned", sequenceId=seq)
+        app.execute(
+            "INSERT INTO thread_proposals(thread, sequence_id, similarity, proposed_at) "
+            "SELECT t.id, s.id, 0.9, 1 FROM threads t, sequences s WHERE t.name = 'proposed'"
+        )
+        history = await call(client, "get_thought_history", sequenceId=seq)
+    assert history["sequence"]["threads"] == ["joined", "pinned"]
+    assert app.counts()["thread_proposals"] == 1
+
+
 async def test_an_event_is_stored_on_the_thought_and_returned_by_history(app: Served) -> None:
     async with connected(app) as client:
         seq = await think(client, "We pick Postgres", event="decision")

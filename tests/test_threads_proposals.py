@@ -82,6 +82,7 @@ async def test_a_completing_write_is_proposed_in_a_list_right_after_it_and_not_c
         [("Garden irrigation", hose), ("Marathon training", run)]
     )
     garden = next(p for p in listed if p["sequenceId"] == hose)
+    assert set(garden) == {"proposalId", "thread", "sequenceId", "title", "similarity", "evidence", "proposedAt"}
     assert garden["proposalId"].startswith("prp_")
     assert garden["title"] == HOSE[0][:160]
     assert 0.0 < garden["similarity"] <= 1.0
@@ -183,6 +184,29 @@ async def test_an_archived_thread_gets_no_proposals(app: Served) -> None:
     assert app.query("SELECT count(*) FROM thread_proposals")[0][0] == 0
 
 
+async def test_an_archived_threads_pending_proposals_wait_until_it_is_unarchived(app: Served) -> None:
+    async with connected(app) as client:
+        await threads(client)
+        await write(client, HOSE)
+        [pending] = await proposals(client)
+        thread = pending["thread"]
+        archived = await call(client, "configure_thread", action="archive", name=thread)
+        hidden = await proposals(client)
+        before = app.counts()
+        accepted = await refused(client, "review_proposals", action="accept", proposalId=pending["proposalId"])
+        rejected = await refused(client, "review_proposals", action="reject", proposalId=pending["proposalId"])
+        after = app.counts()
+        restored = await call(client, "configure_thread", action="unarchive", name=thread)
+        shown = await proposals(client)
+    assert archived["thread"]["pendingProposals"] == 0
+    assert hidden == []
+    assert accepted[0] == rejected[0] == "thread_archived"
+    assert "unarchive" in accepted[1]
+    assert after == before
+    assert restored["thread"]["pendingProposals"] == 1
+    assert [p["proposalId"] for p in shown] == [pending["proposalId"]]
+
+
 async def test_a_new_thread_is_matched_against_stored_sequences(app: Served) -> None:
     async with connected(app) as client:
         hose = await write(client, HOSE)
@@ -251,6 +275,22 @@ async def test_a_tampered_cursor_is_refused(app: Served) -> None:
         got, message = await refused(client, "review_proposals", action="list", limit=1, cursor=forged)
     assert got == "invalid_input"
     assert "cursor" in message
+
+
+async def test_a_cursor_from_another_tool_or_another_filter_is_refused(app: Served) -> None:
+    async with connected(app) as client:
+        await threads(client)
+        await write(client, HOSE)
+        await write(client, RUN)
+        history = await call(client, "get_thought_history", sequenceId=await write(client, BREAD), limit=1)
+        page = await call(client, "review_proposals", action="list", limit=1)
+        foreign = await refused(client, "review_proposals", action="list", cursor=history["nextCursor"])
+        filtered = await refused(
+            client, "review_proposals", action="list", thread=GARDEN[0], limit=1, cursor=page["nextCursor"]
+        )
+    assert (foreign[0], filtered[0]) == ("invalid_input", "invalid_input")
+    assert "start again without one" in foreign[1]
+    assert "'thread'" in filtered[1]
 
 
 async def test_listing_with_nothing_to_match_never_loads_the_model(

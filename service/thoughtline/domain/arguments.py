@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from datetime import UTC, datetime
+from typing import Any, Literal, get_args
 
+from thoughtline.domain.thread_state import DerivedEventKind, TaggedEventKind
 from thoughtline.errors import invalid
 
 MAX_THOUGHT_CHARS = 20_000
@@ -25,18 +27,8 @@ MAX_THREADS_PER_CALL = 16
 MAX_KIND_CHARS = 64
 MAIN_BRANCH = "main"
 # Thought-level events a caller may tag (SPEC §5.3); `conclusion` and `update` are derived only.
-EVENT_KINDS = (
-    "decision",
-    "blocker",
-    "blocker_cleared",
-    "question",
-    "answer",
-    "milestone",
-    "setback",
-    "resolution",
-    "observation",
-)
-DERIVED_EVENT_KINDS = ("conclusion", "update")
+EVENT_KINDS: tuple[str, ...] = get_args(TaggedEventKind)
+DERIVED_EVENT_KINDS: tuple[str, ...] = get_args(DerivedEventKind)
 
 SEQUENCE_ID_RE = re.compile(r"^seq_[0-9a-f]{32}$")
 _INT_RE = re.compile(r"^\s*[+]?\d{1,12}\s*$")
@@ -83,12 +75,30 @@ def coerce_str(args: Mapping[str, Any], field: str, *, max_chars: int, allow_con
     if not isinstance(value, str):
         raise invalid(f"'{field}' must be a string; got {_describe(value)}.")
     if not value.strip():
-        raise invalid(f"'{field}' must not be empty.")
+        raise invalid(f"'{field}' is empty; send a value or leave the field out.")
     if len(value) > max_chars:
-        raise invalid(f"'{field}' is {len(value)} characters; the limit is {max_chars}.")
+        raise invalid(f"'{field}' is {len(value)} characters; the limit is {max_chars}, shorten it.")
     if not allow_control and _CONTROL_RE.search(value):
         raise invalid(f"'{field}' contains control characters; use printable text.")
     return value
+
+
+def parse_instant(args: Mapping[str, Any], field: str) -> int | None:
+    """An optional ISO-8601 date or time field as epoch milliseconds; no zone means UTC."""
+    raw = coerce_str(args, field, max_chars=64)
+    if raw is None:
+        return None
+    text = raw.strip()
+    # Python 3.11's fromisoformat reads a trailing Z, but not a lowercase z; RFC 3339 allows both.
+    try:
+        parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        raise invalid(
+            f"'{field}' must be an ISO-8601 date or time such as 2026-03-01 or 2026-03-01T12:00:00Z; got {text[:40]!r}."
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return int(parsed.timestamp() * 1000)
 
 
 def coerce_sequence_id(args: Mapping[str, Any], field: str) -> str | None:

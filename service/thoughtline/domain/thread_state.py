@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-EventKind = Literal[
+# The one list of event kinds (SPEC §5.3): callers may tag the first nine on a thought; the
+# last two are derived only. `domain/arguments.py` and the schemas take their lists from here.
+TaggedEventKind = Literal[
     "decision",
     "blocker",
     "blocker_cleared",
@@ -21,9 +23,9 @@ EventKind = Literal[
     "setback",
     "resolution",
     "observation",
-    "conclusion",
-    "update",
 ]
+DerivedEventKind = Literal["conclusion", "update"]
+EventKind = Literal[TaggedEventKind, DerivedEventKind]
 State = Literal["resolved", "blocked", "uncertain", "stable", "ongoing"]
 Lifecycle = Literal["active", "dormant", "closed"]
 

@@ -142,6 +142,8 @@ def _thought_dict(row: history_store.ThoughtRow) -> dict[str, Any]:
         item["isRevision"] = True
         item["revisesThought"] = row.revises_number
         item["revisesIndex"] = row.revises_position
+    elif row.flags & store.FLAG_SENT_NOT_REVISION:
+        item["isRevision"] = False
     if row.needs_more is not None:
         item["needsMoreThoughts"] = row.needs_more
     if row.flags & store.FLAG_REOPENED:

@@ -1,16 +1,16 @@
 """Declaration of `review_proposals` (SPEC §5.3): its actions, input and output schemas.
 
-Nullable fields use `anyOf` with a null branch rather than a list-valued `type`, which some
-clients reject.
+Nullable fields use `schemas.nullable` (`anyOf` with a null branch), never a list-valued `type`,
+which some clients reject.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import mcp_types as types
 
-from thoughtline.domain.thread_names import MAX_NAME
+from thoughtline.mcp.schema_parts import closed_input, record, tool_annotations
+from thoughtline.mcp.schemas import nullable
+from thoughtline.mcp.thread_schemas import NAME_SCHEMA
 
 REVIEW_ACTIONS = ("list", "accept", "reject")
 MAX_LIMIT = 50
@@ -24,9 +24,8 @@ Suggestions are made after a sequence completes and when a thread is created or 
 nothing joins a thread until you accept it. Accept adds the sequence to the thread; reject
 records the pair so it is never suggested again."""
 
-PROPOSAL_OBJECT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+PROPOSAL_OBJECT = record(
+    {
         "proposalId": {"type": "string"},
         "thread": {"type": "string"},
         "sequenceId": {"type": "string"},
@@ -34,9 +33,8 @@ PROPOSAL_OBJECT: dict[str, Any] = {
         "similarity": {"type": "number"},
         "evidence": {"type": "string"},
         "proposedAt": {"type": "string"},
-    },
-    "required": ["proposalId", "thread", "sequenceId", "title", "similarity", "evidence", "proposedAt"],
-}
+    }
+)
 
 
 def review_tool() -> types.Tool:
@@ -45,16 +43,10 @@ def review_tool() -> types.Tool:
         name="review_proposals",
         title="Review thread proposals",
         description=REVIEW_DESCRIPTION,
-        input_schema={
-            "type": "object",
-            "properties": {
+        input_schema=closed_input(
+            {
                 "action": {"type": "string", "enum": list(REVIEW_ACTIONS)},
-                "thread": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": MAX_NAME,
-                    "description": "With list: only this thread's proposals (any letter case).",
-                },
+                "thread": {**NAME_SCHEMA, "description": "With list: only this thread's proposals (any letter case)."},
                 "cursor": {"type": "string", "description": "With list: nextCursor of the previous page."},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
                 "proposalId": {
@@ -63,15 +55,14 @@ def review_tool() -> types.Tool:
                     "description": "With accept / reject: the proposalId from list.",
                 },
             },
-            "required": ["action"],
-            "additionalProperties": False,
-        },
+            ["action"],
+        ),
         output_schema={
             "type": "object",
             "properties": {
                 "action": {"type": "string", "enum": list(REVIEW_ACTIONS)},
                 "proposals": {"type": "array", "items": PROPOSAL_OBJECT},
-                "nextCursor": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                "nextCursor": nullable({"type": "string"}),
                 "proposalId": {"type": "string"},
                 "thread": {"type": "string"},
                 "sequenceId": {"type": "string"},
@@ -80,11 +71,5 @@ def review_tool() -> types.Tool:
             },
             "required": ["action"],
         },
-        annotations=types.ToolAnnotations(
-            title="Review thread proposals",
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=False,
-        ),
+        annotations=tool_annotations("Review thread proposals", read_only=False, destructive=False, idempotent=False),
     )

@@ -114,6 +114,13 @@ class ProposalTools:
             found = proposal_store.get_proposal(conn, pid)
             if found is None:
                 raise _not_found(pid)
+            if found.thread_archived:
+                # Archiving stops proposals (SPEC §5.3); the pending ones wait for an unarchive.
+                raise DomainError(
+                    "thread_archived",
+                    f"thread {found.thread!r} is archived, so its proposals are on hold; unarchive it with "
+                    "configure_thread action 'unarchive' to review them.",
+                )
             if action == "accept":
                 thread_store.add_member(conn, found.thread_rowid, found.sequence_rowid, "review", at)
             else:

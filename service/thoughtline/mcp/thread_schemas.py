@@ -1,7 +1,7 @@
 """Declarations of the thread tools: `configure_thread` and `thread_briefing` (SPEC §5.3).
 
-Nullable fields use `anyOf` with a null branch rather than a list-valued `type`, which some
-clients reject.
+Nullable fields use `schemas.nullable` (`anyOf` with a null branch), never a list-valued `type`,
+which some clients reject.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import mcp_types as types
 
 from thoughtline.domain import arguments
 from thoughtline.domain.thread_names import MAX_NAME
+from thoughtline.mcp.schema_parts import closed_input, record, tool_annotations
+from thoughtline.mcp.schemas import nullable
 
 CONFIGURE_ACTIONS = ("list", "create", "rename", "set_description", "archive", "unarchive", "delete", "pin", "unpin")
 MAX_DESCRIPTION = 2_000
@@ -36,51 +38,38 @@ Events are thoughts of member sequences tagged with sequentialthinking's 'event'
 question, ...), plus every final thought (conclusion) and revision (update). Pass since (ISO-8601,
 e.g. your last session) to see what changed after it."""
 
-_NAME: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_NAME}
-_NULLABLE_STRING: dict[str, Any] = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+NAME_SCHEMA: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_NAME}
+_STATUS: dict[str, Any] = {"type": "string", "enum": ["active", "archived"]}
+_LIFECYCLE: dict[str, Any] = {"type": "string", "enum": LIFECYCLES}
+_STATE: dict[str, Any] = {"type": "string", "enum": STATES}
 
-THREAD_OBJECT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+THREAD_OBJECT = record(
+    {
         "name": {"type": "string"},
         "description": {"type": "string"},
-        "status": {"type": "string", "enum": ["active", "archived"]},
-        "lifecycle": {"type": "string", "enum": LIFECYCLES},
+        "status": _STATUS,
+        "lifecycle": _LIFECYCLE,
         "memberCount": {"type": "integer"},
         "pendingProposals": {"type": "integer"},
         "createdAt": {"type": "string"},
         "updatedAt": {"type": "string"},
         "lastActivityAt": {"type": "string"},
-    },
-    "required": [
-        "name",
-        "description",
-        "status",
-        "lifecycle",
-        "memberCount",
-        "pendingProposals",
-        "createdAt",
-        "updatedAt",
-        "lastActivityAt",
-    ],
-}
+    }
+)
 
-EVENT_OBJECT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+EVENT_OBJECT = record(
+    {
         "kind": {"type": "string", "enum": EVENT_KINDS},
         "at": {"type": "string"},
         "sequenceId": {"type": "string"},
         "thoughtNumber": {"type": "integer"},
-        "branchId": _NULLABLE_STRING,
+        "branchId": nullable({"type": "string"}),
         "text": {"type": "string", "maxLength": 280},
-    },
-    "required": ["kind", "at", "sequenceId", "thoughtNumber", "branchId", "text"],
-}
+    }
+)
 
-MEMBER_OBJECT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+MEMBER_OBJECT = record(
+    {
         "sequenceId": {"type": "string"},
         "title": {"type": "string"},
         "status": {"type": "string"},
@@ -88,20 +77,10 @@ MEMBER_OBJECT: dict[str, Any] = {
         "addedBy": {"type": "string", "enum": ["agent", "user", "review"]},
         "addedAt": {"type": "string"},
     },
-    "required": ["sequenceId", "title", "status", "updatedAt", "addedBy"],
-}
+    optional=["addedAt"],
+)
 
 _EVENTS: dict[str, Any] = {"type": "array", "items": EVENT_OBJECT}
-
-
-def _annotations(title: str, *, read_only: bool, destructive: bool, idempotent: bool) -> types.ToolAnnotations:
-    return types.ToolAnnotations(
-        title=title,
-        read_only_hint=read_only,
-        destructive_hint=destructive,
-        idempotent_hint=idempotent,
-        open_world_hint=False,
-    )
 
 
 def configure_tool() -> types.Tool:
@@ -110,12 +89,11 @@ def configure_tool() -> types.Tool:
         name="configure_thread",
         title="Configure thread",
         description=CONFIGURE_DESCRIPTION,
-        input_schema={
-            "type": "object",
-            "properties": {
+        input_schema=closed_input(
+            {
                 "action": {"type": "string", "enum": list(CONFIGURE_ACTIONS)},
-                "name": {**_NAME, "description": "The thread (any letter case)."},
-                "newName": {**_NAME, "description": "With rename: the new name."},
+                "name": {**NAME_SCHEMA, "description": "The thread (any letter case)."},
+                "newName": {**NAME_SCHEMA, "description": "With rename: the new name."},
                 "description": {
                     "type": "string",
                     "maxLength": MAX_DESCRIPTION,
@@ -125,9 +103,8 @@ def configure_tool() -> types.Tool:
                 "confirm": {"type": "boolean", "const": True, "description": "With delete: must be true."},
                 "sequenceId": {"type": "string", "pattern": "^seq_[0-9a-f]{32}$"},
             },
-            "required": ["action"],
-            "additionalProperties": False,
-        },
+            ["action"],
+        ),
         output_schema={
             "type": "object",
             "properties": {
@@ -146,82 +123,60 @@ def configure_tool() -> types.Tool:
             },
             "required": ["action"],
         },
-        annotations=_annotations("Configure thread", read_only=False, destructive=True, idempotent=False),
+        annotations=tool_annotations("Configure thread", read_only=False, destructive=True, idempotent=False),
     )
 
 
 def briefing_tool() -> types.Tool:
     """The `thread_briefing` declaration."""
-    changed = {
-        "type": "object",
-        "properties": {
+    changed = record(
+        {
             "since": {"type": "string"},
             "newEvents": _EVENTS,
             "newEventCount": {"type": "integer"},
             "newMembers": {"type": "array", "items": MEMBER_OBJECT},
-            "stateThen": {"type": "string", "enum": STATES},
-            "stateNow": {"type": "string", "enum": STATES},
+            "stateThen": _STATE,
+            "stateNow": _STATE,
         },
-        "required": ["newEvents", "newMembers", "stateThen", "stateNow"],
-    }
-    thread = {
-        "type": "object",
-        "properties": {
-            "name": {"type": "string"},
-            "description": {"type": "string"},
+        optional=["since", "newEventCount"],
+    )
+    shown = THREAD_OBJECT["properties"]
+    thread = record(
+        {
+            "name": shown["name"],
+            "description": shown["description"],
             "headline": {"type": "string", "maxLength": 160},
-            "status": {"type": "string", "enum": ["active", "archived"]},
-            "lifecycle": {"type": "string", "enum": LIFECYCLES},
-            "state": {"type": "string", "enum": STATES},
-            "memberCount": {"type": "integer"},
-            "lastActivityAt": {"type": "string"},
-        },
-        "required": [
-            "name",
-            "description",
-            "headline",
-            "status",
-            "lifecycle",
-            "state",
-            "memberCount",
-            "lastActivityAt",
-        ],
-    }
+            "status": _STATUS,
+            "lifecycle": _LIFECYCLE,
+            "state": _STATE,
+            "memberCount": shown["memberCount"],
+            "lastActivityAt": shown["lastActivityAt"],
+        }
+    )
     return types.Tool(
         name="thread_briefing",
         title="Thread briefing",
         description=BRIEFING_DESCRIPTION,
-        input_schema={
-            "type": "object",
-            "properties": {
-                "name": {**_NAME, "description": "The thread (any letter case)."},
+        input_schema=closed_input(
+            {
+                "name": {**NAME_SCHEMA, "description": "The thread (any letter case)."},
                 "since": {"type": "string", "description": "ISO-8601 time; report what changed after it."},
                 "eventsLimit": {"type": "integer", "minimum": 1, "maximum": MAX_EVENTS, "default": DEFAULT_EVENTS},
             },
-            "required": ["name"],
-            "additionalProperties": False,
-        },
-        output_schema={
-            "type": "object",
-            "properties": {
+            ["name"],
+        ),
+        output_schema=record(
+            {
                 "thread": thread,
                 "openBlockers": _EVENTS,
                 "openQuestions": _EVENTS,
                 "decisions": _EVENTS,
-                "latestConclusion": {"anyOf": [EVENT_OBJECT, {"type": "null"}]},
+                "latestConclusion": nullable(EVENT_OBJECT),
                 "events": _EVENTS,
                 "members": {"type": "array", "items": MEMBER_OBJECT},
                 "changedSince": changed,
             },
-            "required": [
-                "thread",
-                "openBlockers",
-                "openQuestions",
-                "decisions",
-                "latestConclusion",
-                "events",
-                "members",
-            ],
-        },
-        annotations=_annotations("Thread briefing", read_only=True, destructive=False, idempotent=True),
+            optional=["changedSince"],
+        ),
+        annotations=tool_annotations("Thread briefing", read_only=True, destructive=False, idempotent=True),
     )

@@ -8,13 +8,12 @@ Each write action runs as one transaction, so a refused call changes nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import apsw
 
 from thoughtline.clock import now_ms
-from thoughtline.domain.arguments import coerce_bool, coerce_int, coerce_sequence_id, coerce_str, reject_unknown
+from thoughtline.domain.arguments import coerce_bool, coerce_int, coerce_sequence_id, parse_instant, reject_unknown
 from thoughtline.domain.thread_names import check_name
 from thoughtline.errors import DomainError, invalid
 from thoughtline.library.briefing import Periods, briefing, render_briefing, thread_object
@@ -66,22 +65,6 @@ def _description(args: Mapping[str, Any], required: bool) -> str:
     if any(ch in _CONTROL for ch in value):
         raise invalid("'description' contains control characters; use printable text (newlines are fine).")
     return value.strip()
-
-
-def _since(args: Mapping[str, Any]) -> int | None:
-    raw = coerce_str(args, "since", max_chars=64)
-    if raw is None:
-        return None
-    text = raw.strip()
-    try:
-        parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
-    except ValueError:
-        raise invalid(
-            f"'since' must be an ISO-8601 date or time such as 2026-03-01 or 2026-03-01T12:00:00Z; got {text[:40]!r}."
-        ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return int(parsed.timestamp() * 1000)
 
 
 class ThreadTools:
@@ -202,7 +185,7 @@ class ThreadTools:
     async def _briefing(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         reject_unknown(args, frozenset({"name", "since", "eventsLimit"}))
         name = _name(args)
-        since = _since(args)
+        since = parse_instant(args, "since")
         limit = coerce_int(args, "eventsLimit", high=MAX_EVENTS) or DEFAULT_EVENTS
         at = now_ms(ctx.clock)
         periods = self._periods

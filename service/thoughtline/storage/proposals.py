@@ -52,6 +52,7 @@ class ProposalRow:
     similarity: float
     evidence: str
     proposed_at: int
+    thread_archived: bool = False
 
 
 def _ids(values: Iterable[int]) -> str:
@@ -182,7 +183,8 @@ def advance_backfill(conn: apsw.Connection, thread: ThreadBasis, after_rowid: in
 
 _PROPOSAL_SELECT = (
     "SELECT p.id, p.thread, th.name, p.sequence_id, s.public_id, s.title, p.similarity, "
-    f"coalesce(substr(t.body, 1, {_EVIDENCE_CHARS}), ''), p.proposed_at "
+    f"coalesce(substr(t.body, 1, {_EVIDENCE_CHARS}), ''), p.proposed_at, "
+    "th.status = 'archived' "
     "FROM thread_proposals p JOIN threads th ON th.id = p.thread JOIN sequences s ON s.id = p.sequence_id "
     "LEFT JOIN thoughts t ON t.id = p.evidence_thought "
 )
@@ -199,6 +201,7 @@ def _proposal(r: tuple[Any, ...]) -> ProposalRow:
         similarity=float(r[6]),
         evidence=str(r[7]),
         proposed_at=int(r[8]),
+        thread_archived=bool(r[9]),
     )
 
 
@@ -214,7 +217,7 @@ def list_proposals(conn: apsw.Connection, thread_rowid: int | None, after_rowid:
 
 
 def get_proposal(conn: apsw.Connection, rowid: int) -> ProposalRow | None:
-    """One pending proposal, or None."""
+    """One pending proposal, or None (an archived thread's too: the caller says why it can't be reviewed)."""
     found = rows(conn, _PROPOSAL_SELECT + "WHERE p.id = ?", (rowid,))
     return _proposal(found[0]) if found else None
 

@@ -34,6 +34,8 @@ from thoughtline.storage import canonical
 
 FLAG_REOPENED = 1
 FLAG_NUMBER_REUSED = 2
+# `isRevision: false` was sent: `is_revision` alone can't tell it from an omitted one (SPEC §2.2).
+FLAG_SENT_NOT_REVISION = 4
 
 
 def rows(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -213,6 +215,7 @@ def append_thought(
     branch_key = _write_branch(conn, seq_rowid, plan, now_ms)
     position = count + 1
     flags = (FLAG_REOPENED if plan.reopened else 0) | (FLAG_NUMBER_REUSED if plan.number_reused else 0)
+    flags |= FLAG_SENT_NOT_REVISION if inp.is_revision is False else 0
     conn.execute(
         "INSERT INTO thoughts(sequence_id, position, branch, number, total, next_needed, body, is_revision, "
         "revises_number, revises_position, needs_more, flags, created_at, sent_branch_from_thought, "

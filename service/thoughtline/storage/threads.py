@@ -119,9 +119,15 @@ def last_activity(conn: apsw.Connection, thread: ThreadRow, until_ms: int | None
 
 
 def thread_stats(conn: apsw.Connection, thread: ThreadRow) -> ThreadStats:
-    """Member count, pending proposals and latest activity of a thread."""
+    """Member count, pending proposals and latest activity of a thread.
+
+    An archived thread counts no pending proposals: review_proposals neither lists nor decides
+    them until it is unarchived, and the count says what a review would show.
+    """
     members = rows(conn, "SELECT count(*) FROM thread_members WHERE thread = ?", (thread.rowid,))[0][0]
-    pending = rows(conn, "SELECT count(*) FROM thread_proposals WHERE thread = ?", (thread.rowid,))[0][0]
+    pending = 0
+    if not thread.archived:
+        pending = rows(conn, "SELECT count(*) FROM thread_proposals WHERE thread = ?", (thread.rowid,))[0][0]
     return ThreadStats(int(members), int(pending), last_activity(conn, thread))
 
 
