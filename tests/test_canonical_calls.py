@@ -197,3 +197,16 @@ async def test_a_revision_that_continues_nothing_says_that_no_sequence_id_was_se
     assert text(refused).startswith("revision_target_not_found: ")
     assert "No sequenceId was sent and 2 of your open sequences end at thought 1" in text(refused)
     assert "pass the sequenceId of the sequence this thought belongs to" in text(refused)
+
+
+async def test_with_the_library_off_only_a_held_sequence_id_continues_a_sequence(tmp_path: Path) -> None:
+    app = create_app(Settings(data_dir=tmp_path / "data", api_token=TOKEN, library=False))
+    with serve_in_thread(app) as running:
+        async with mcp_client(running.base_url) as client:
+            first = structured(await client.call_tool("sequentialthinking", step(1, "one")))
+            second = await client.call_tool("sequentialthinking", step(2, "two"))
+            assert not second.is_error, text(second)
+            assert structured(second)["sequenceId"] != first["sequenceId"]
+            assert "continued" not in structured(second)
+            assert "only a sequence whose sequenceId is sent" in text(second)
+            assert await bodies(client, first["sequenceId"]) == ["one"]

@@ -80,3 +80,10 @@ def test_a_refusal_of_a_call_that_continued_nothing_explains_why() -> None:
     explained = explain_refusal(decision, "thought 1 is not visible.")
     assert explained.startswith("thought 1 is not visible. No sequenceId was sent and none of your open sequences")
     assert explain_refusal(choose(1, None, [], NOW), "as is.") == "as is."
+
+
+def test_in_strict_mode_even_the_one_fitting_sequence_is_not_continued_and_the_note_says_to_send_the_id() -> None:
+    decision = choose(3, None, [candidate()], NOW, strict=True)
+    assert not decision.continued
+    assert decision.note is not None
+    assert "only a sequence whose sequenceId is sent" in decision.note

@@ -58,10 +58,17 @@ def fits(candidate: Candidate, thought_number: int, origin: str | None, now_ms: 
     )
 
 
-def choose(thought_number: int, origin: str | None, candidates: Iterable[Candidate], now_ms: int) -> Continuation:
-    """Decide for a call without `sequenceId`; `thoughtNumber: 1` always starts a new sequence."""
+def choose(
+    thought_number: int, origin: str | None, candidates: Iterable[Candidate], now_ms: int, *, strict: bool = False
+) -> Continuation:
+    """Decide for a call without `sequenceId`; `thoughtNumber: 1` always starts a new sequence.
+
+    `strict` (the library is off): only a held sequenceId reaches a sequence, so nothing is continued.
+    """
     if thought_number <= 1:
         return Continuation(None, None)
+    if strict:
+        return _new_sequence(thought_number, "this server continues only a sequence whose sequenceId is sent")
     matches = [c.public_id for c in candidates if fits(c, thought_number, origin, now_ms)]
     if len(matches) == 1:
         return Continuation(
@@ -79,6 +86,10 @@ def choose(thought_number: int, origin: str | None, candidates: Iterable[Candida
             f"none of your open sequences written in the last {CONTINUE_WINDOW_MS // 60_000} minutes "
             f"ends at thought {thought_number - 1}"
         )
+    return _new_sequence(thought_number, why)
+
+
+def _new_sequence(thought_number: int, why: str) -> Continuation:
     return Continuation(
         None,
         f"Note: thought {thought_number} started a new sequence: no sequenceId was sent and {why}. "

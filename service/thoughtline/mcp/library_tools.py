@@ -9,11 +9,10 @@ indexes of large stores, embedding after commits or at query time).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from thoughtline.clock import now_ms
-from thoughtline.domain.arguments import coerce_int, coerce_sequence_id, coerce_str, reject_unknown
+from thoughtline.domain.arguments import coerce_int, coerce_sequence_id, coerce_str, parse_instant, reject_unknown
 from thoughtline.errors import DomainError, invalid
 from thoughtline.library.after_commit import AfterCommitWork
 from thoughtline.library.retrieval import Outcome, hybrid_search
@@ -71,22 +70,6 @@ class Library(AfterCommitWork):
         return render_search(query, outcome, waiting)
 
 
-def _parse_time(args: Mapping[str, Any], field: str) -> int | None:
-    raw = coerce_str(args, field, max_chars=64)
-    if raw is None:
-        return None
-    text = raw.strip()
-    try:
-        parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
-    except ValueError:
-        raise invalid(
-            f"'{field}' must be an ISO-8601 date or time such as 2026-03-01 or 2026-03-01T12:00:00Z; got {text[:40]!r}."
-        ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return int(parsed.timestamp() * 1000)
-
-
 SEARCH_FIELDS = frozenset({"query", "limit", "by", "sequenceId", "status", "since", "until", "thread"})
 
 
@@ -107,7 +90,7 @@ def parse_search(args: Mapping[str, Any]) -> tuple[str, int, SearchFilters]:
     status = args.get("status")
     if status is not None and status not in STATUSES:
         raise invalid(f"'status' must be one of {', '.join(STATUSES)}; got {str(status)[:30]!r}.")
-    since, until = _parse_time(args, "since"), _parse_time(args, "until")
+    since, until = parse_instant(args, "since"), parse_instant(args, "until")
     if since is not None and until is not None and since > until:
         raise invalid("'since' is after 'until'; swap them or drop one.")
     filters = SearchFilters(

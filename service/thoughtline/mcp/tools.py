@@ -72,13 +72,20 @@ def new_sequence_id() -> str:
     return "seq_" + secrets.token_hex(16)
 
 
-async def _think(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
-    inp = arguments.parse_thought(args)
-    at = now_ms(ctx.clock)
-    seq_id = new_sequence_id()
-    origin = current_principal().client_id  # canonical-style calls continue only this client's sequences
-    result = await ctx.store.write(lambda conn: store.append_thought(conn, inp, at, seq_id, origin))
-    return ToolOutput(text=result["text"], structured=result["structured"])
+def _think_handler(library: bool) -> Handler:
+    # With the library off only a held sequenceId reaches a sequence (SPEC §5), so a call without
+    # one never continues an open sequence: it starts a new one and says so.
+    async def think(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
+        inp = arguments.parse_thought(args)
+        at = now_ms(ctx.clock)
+        seq_id = new_sequence_id()
+        origin = current_principal().client_id  # canonical-style calls continue only this client's sequences
+        result = await ctx.store.write(
+            lambda conn: store.append_thought(conn, inp, at, seq_id, origin, continue_open=library)
+        )
+        return ToolOutput(text=result["text"], structured=result["structured"])
+
+    return think
 
 
 async def _history(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
@@ -148,8 +155,11 @@ def _declare(
     )
 
 
-def core_tools(ui_meta: Mapping[str, Any] | None = None) -> list[ToolSpec]:
-    """The three thinking tools; `ui_meta` links the write and history tools to the MCP App."""
+def core_tools(ui_meta: Mapping[str, Any] | None = None, *, library: bool = True) -> list[ToolSpec]:
+    """The three thinking tools; `ui_meta` links the write and history tools to the MCP App.
+
+    `library` off (THOUGHTLINE_LIBRARY=off): calls without sequenceId never continue a sequence.
+    """
     meta = dict(ui_meta) if ui_meta else None
     return [
         ToolSpec(
@@ -161,7 +171,7 @@ def core_tools(ui_meta: Mapping[str, Any] | None = None) -> list[ToolSpec]:
                 (False, False, False),
                 meta,
             ),
-            _think,
+            _think_handler(library),
         ),
         ToolSpec(
             _declare(

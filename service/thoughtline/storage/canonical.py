@@ -32,10 +32,12 @@ def recent_candidates(conn: apsw.Connection, thought_number: int, origin: str | 
     return [Candidate(row[0], row[1], row[2], row[3], row[4]) for row in found]
 
 
-def decide(conn: apsw.Connection, thought_number: int, origin: str | None, now_ms: int) -> Continuation:
+def decide(
+    conn: apsw.Connection, thought_number: int, origin: str | None, now_ms: int, *, strict: bool = False
+) -> Continuation:
     """Which sequence a call without sequenceId continues (the rule is `domain.canonical.choose`)."""
-    if thought_number <= 1:
-        return choose(thought_number, origin, [], now_ms)
+    if thought_number <= 1 or strict:
+        return choose(thought_number, origin, [], now_ms, strict=strict)
     return choose(thought_number, origin, recent_candidates(conn, thought_number, origin, now_ms), now_ms)
 
 

@@ -149,12 +149,19 @@ def _thread_ids(conn: apsw.Connection, names: Iterable[str]) -> list[int]:
 
 
 def append_thought(
-    conn: apsw.Connection, inp: ThoughtInput, now_ms: int, new_public_id: str, origin: str | None = None
+    conn: apsw.Connection,
+    inp: ThoughtInput,
+    now_ms: int,
+    new_public_id: str,
+    origin: str | None = None,
+    *,
+    continue_open: bool = True,
 ) -> dict[str, Any]:
     """Store one thought (inside the caller's transaction) and return `{text, structured}`.
 
     `origin` is the caller's OAuth client id (None for the static token): a call without
-    sequenceId continues only a sequence the same client started (SPEC §2.1, canonical-style calls).
+    sequenceId continues only a sequence the same client started (SPEC §2.1, canonical-style calls),
+    and none when `continue_open` is off (the library-off strict model).
     """
     replayed = _replay(conn, inp)
     if replayed is not None:
@@ -163,7 +170,7 @@ def append_thought(
     state: SequenceState | None = None
     guess: Continuation | None = None
     if inp.sequence_id is None:
-        guess = canonical.decide(conn, inp.thought_number, origin, now_ms)
+        guess = canonical.decide(conn, inp.thought_number, origin, now_ms, strict=not continue_open)
         seq = get_sequence(conn, guess.sequence_id) if guess.sequence_id is not None else None
     else:
         seq = get_sequence(conn, inp.sequence_id)
