@@ -58,22 +58,72 @@ def test_ci_runs_the_same_command_as_a_laptop() -> None:
     assert any(step.get("run") == "bash .ci/run" for step in steps("ci.yml", "test"))
 
 
+def needs(job: dict[str, Any]) -> set[str]:
+    found = job["needs"]
+    return {found} if isinstance(found, str) else set(found)
+
+
 def test_a_release_publishes_only_after_its_tests_pass() -> None:
     jobs = workflow("release.yml")["jobs"]
     assert any(step.get("run") == "bash .ci/run" for step in jobs["test"]["steps"])
-    assert jobs["build"]["needs"] == "test"
-    assert "test" in jobs["pypi"]["needs"]
-    assert jobs["mcp-registry"]["needs"] == "pypi"
+    assert needs(jobs["build"]) == {"test"}
+    assert needs(jobs["publisher"]) == {"test"}
+    # Both builds come before the first upload, so a bad pin fails before PyPI gets anything.
+    assert needs(jobs["pypi"]) >= {"test", "build", "publisher"}
+    assert needs(jobs["mcp-registry"]) >= {"test", "publisher", "pypi"}
 
 
-def test_the_mcp_publisher_download_is_checked_against_a_pinned_sha256() -> None:
+def test_the_release_workflow_has_no_empty_pins() -> None:
     release = workflow("release.yml")
-    assert {"MCP_PUBLISHER_VERSION", "MCP_PUBLISHER_SHA256"} <= set(release["env"])
-    install = next(s for s in steps("release.yml", "mcp-registry") if "mcp-publisher" in s.get("name", ""))
-    assert "sha256sum --check" in install["run"]
-    assert "latest/download" not in install["run"]
-    # The pin is checked in the build job, before anything reaches PyPI.
-    assert any("MCP_PUBLISHER_SHA256" in s.get("run", "") for s in steps("release.yml", "build"))
+    for name, value in release["env"].items():
+        assert str(value).strip(), f"release.yml: env {name} is empty"
+    assert release["env"]["MCP_PUBLISHER_MODULE"] == "github.com/modelcontextprotocol/registry"
+    version = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)", release["env"]["MCP_PUBLISHER_VERSION"])
+    assert version, "MCP_PUBLISHER_VERSION must be one release tag, vX.Y.Z"
+    # Older publishers request an OIDC audience the registry refuses (registry PR #1229).
+    assert tuple(int(part) for part in version.groups()) >= (1, 7, 9)
+    for job_name, job in release["jobs"].items():
+        for step in job["steps"]:
+            if "uses" in step:
+                assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", step["uses"]), f"{job_name}: {step['uses']}"
+
+
+def test_mcp_publisher_is_built_from_its_pinned_tag_through_the_checksum_database() -> None:
+    build = next(s for s in steps("release.yml", "publisher") if s.get("id") == "built")
+    assert 'go install -trimpath "${MCP_PUBLISHER_MODULE}/cmd/publisher@${MCP_PUBLISHER_VERSION}"' in build["run"]
+    assert build["env"]["GOPROXY"] == "https://proxy.golang.org"
+    assert build["env"]["GOSUMDB"] == "sum.golang.org"
+    for bypass in ("GONOSUMDB", "GOPRIVATE", "GOINSECURE", "GOFLAGS"):
+        assert build["env"][bypass] == "", f"{bypass} could route around the checksum database"
+    assert "go version -m" in build["run"]  # the binary names the module version it came from
+    text = (WORKFLOWS / "release.yml").read_text()
+    assert "releases/download" not in text  # no unverified release asset
+    assert "@latest" not in text
+    setup_go = next(s for s in steps("release.yml", "publisher") if "setup-go" in s.get("uses", ""))
+    assert setup_go["with"]["cache"] is False
+
+
+def test_the_registry_job_runs_the_publisher_the_build_job_checked() -> None:
+    check = next(s for s in steps("release.yml", "mcp-registry") if "sha256sum --check" in s.get("run", ""))
+    assert check["env"]["BUILT_SHA256"] == "${{ needs.publisher.outputs.sha256 }}"
+    runs = [s.get("run", "") for s in steps("release.yml", "mcp-registry")]
+    publish = runs.index(next(r for r in runs if "mcp-publisher publish" in r))
+    assert runs.index(check["run"]) < publish
+    assert "mcp-publisher login github-oidc" in runs[publish]
+
+
+def test_twine_is_installed_with_every_file_pinned_by_hash() -> None:
+    text = (ROOT / ".github" / "release" / "twine-requirements.txt").read_text()
+    pins = re.findall(r"^([A-Za-z0-9_.-]+)==(\S+) \\\n((?:    --hash=sha256:[0-9a-f]{64}(?: \\)?\n)+)", text, re.M)
+    names = {name for name, _, _ in pins}
+    assert {"twine", "id", "packaging"} <= names  # `id` fetches the OIDC token for trusted publishing
+    requirement_lines = [line for line in text.splitlines() if re.match(r"^[A-Za-z0-9]", line)]
+    assert len(requirement_lines) == len(pins), "a requirement without --hash lines"
+    assert dict((n, v) for n, v, _ in pins)["twine"].startswith("7.")  # reads Metadata-Version 2.5
+    install = "python -m pip install --require-hashes --no-deps -r .github/release/twine-requirements.txt"
+    for job in ("build", "pypi"):
+        assert [s["run"] for s in steps("release.yml", job) if "twine-requirements" in s.get("run", "")] == [install]
+    assert any("twine check --strict dist/*" in s.get("run", "") for s in steps("release.yml", "build"))
 
 
 def test_deploy_runs_on_tested_pushes_to_main_with_oidc_and_no_stored_keys() -> None:
