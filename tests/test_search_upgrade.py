@@ -124,3 +124,19 @@ def test_a_new_store_records_the_migration_with_nothing_to_requeue(tmp_path: Pat
     assert "0007_search_ranking" in migrate(conn)
     assert search_store.pending_count(conn) == 0
     conn.close()
+
+
+def test_a_long_thought_cut_into_groups_is_requeued_even_when_its_vector_count_matches(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    # The old rule cut a thought of more than 16 sentences into the same groups as today, but
+    # headed each by the thought's opening words: same count, different vectors.
+    long_step = " ".join(f"Check {n}: the radiator valve on floor {n} was fully open and warm." for n in range(20))
+    assert len(long_step) > 1_000
+    conn = connect(tmp_path / "old.sqlite3", "wal")
+    migrate(conn, BEFORE)
+    _add(conn, "seq_" + "d" * 32, "Valve survey", [long_step, "Short note."])
+    vectors.backfill(conn, embedder)
+    assert migrate(conn) == ["0007_search_ranking"]
+    assert [int(r[0]) for r in conn.execute("SELECT thought_id FROM vector_queue")] == [1]
+    conn.close()
