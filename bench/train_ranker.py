@@ -68,6 +68,40 @@ def collect(models: ranker.Models, workdir: Path) -> list[Example]:
     return out
 
 
+def collect_ablated(models: ranker.Models, workdir: Path) -> list[Example]:
+    """Topic ablation: each dev topic's answerable questions, asked of dev without that topic.
+
+    Dev holds only 29 never-stored questions; these add one in-domain negative per answerable
+    question, about a topic that is now absent while its neighbours (the near-miss distractors
+    that share its words) stay. Each is grouped under its own topic for cross-validation.
+    """
+    data = json.loads((DATA / "dev.json").read_text())
+    embedder = CachedEmbedder()
+    topic_of = {t["id"]: s["topics"][0] for s in data["sequences"] for t in s["thoughts"]}
+    out: list[Example] = []
+    for topic in sorted({s["topics"][0] for s in data["sequences"]}):
+        kept = [s for s in data["sequences"] if topic not in s["topics"]]
+        kept_ids = {t["id"] for s in kept for t in s["thoughts"]}
+        asked = [
+            q
+            for q in data["questions"]
+            if q["answers"] and topic_of[q["answers"][0]] == topic and not set(q["answers"]) & kept_ids
+        ]
+        if not asked:
+            continue
+        split = {**data, "split": f"dev-without-{topic}", "sequences": kept, "questions": []}
+        built = build(split, workdir, embedder)
+        conn = connect(built.path, "wal", readonly=True)
+        index = DenseIndex()
+        for q in asked:
+            pool = gather(conn, embedder, q["query"], SearchFilters(), Tuning(), index, "hybrid", models)
+            none = np.zeros(len(pool.ids), dtype=np.bool_)
+            qid = f"{q['id']}-ablated"
+            out.append(Example(qid, "ablated", topic, pool.features, none, pool.query_features, False))
+        conn.close()
+    return out
+
+
 def fit_pairwise(examples: Sequence[Example], l2: float, steps: int = 400) -> ranker.Linear:
     """Logistic loss on (answer - other) feature differences, standardised features, gradient descent."""
     xs = np.vstack([e.x for e in examples if e.answerable])
@@ -110,6 +144,29 @@ def fit_logistic(x: F, y: NDArray[np.bool_], l2: float, steps: int = 2000) -> ra
     return ranker.Linear(mean, scale, w, b)
 
 
+def fit_abstain(x: F, y: NDArray[np.bool_], l2: float, keep: NDArray[np.bool_]) -> ranker.Linear:
+    """`fit_logistic` over the `keep` columns only; the others get weight 0 in the shipped model."""
+    part = fit_logistic(x[:, keep], y, l2)
+    mean, scale, coef = np.zeros(x.shape[1]), np.ones(x.shape[1]), np.zeros(x.shape[1])
+    mean[keep], scale[keep], coef[keep] = part.mean, part.scale, part.coef
+    return ranker.Linear(mean, scale, coef, part.bias)
+
+
+def curve(doubts: F, kinds: Sequence[str]) -> None:
+    """Held-out abstention at thresholds set by how many answerable dev questions may abstain."""
+    kind = np.array(kinds)
+    answerable = np.sort(doubts[~np.isin(kind, ["absent", "absent_near", "ablated"])])[::-1]
+    never = np.isin(kind, ["absent", "absent_near"])
+    print("cv curve: answerable allowed -> answerable, absent, near, all never-stored, topic-ablated")
+    for allowed in (0, 1, 2, 3, 5, 8):
+        threshold = answerable[min(allowed, len(answerable) - 1)]
+        shares = [
+            float(np.mean(doubts[m] > threshold)) if m.any() else float("nan")
+            for m in (kind == "absent", kind == "absent_near", never, kind == "ablated")
+        ]
+        print(f"  {allowed}: {np.mean(answerable > threshold):.3f}", " ".join(f"{v:.3f}" for v in shares))
+
+
 def metrics(model: ranker.Linear, examples: Sequence[Example]) -> dict[str, float]:
     """recall@5 and MRR of a ranker over the pools (answers missing from a pool count as misses)."""
     r5, rr = [], []
@@ -135,6 +192,10 @@ def folds(examples: Sequence[Example], k: int = 5) -> list[tuple[list[Example], 
     ]
 
 
+_TOP_RANK = ranker.QUERY_FEATURES.index("top_rank")
+_RANK_MARGIN = ranker.QUERY_FEATURES.index("rank_margin")
+
+
 def with_ranker(examples: Sequence[Example], model: ranker.Linear) -> list[Example]:
     """The examples with their query features' ranker columns recomputed under `model`.
 
@@ -144,8 +205,8 @@ def with_ranker(examples: Sequence[Example], model: ranker.Linear) -> list[Examp
     for e in examples:
         scores = model.score(e.x)
         q = e.q.copy()
-        q[-3] = float(scores.max())
-        q[-2] = float(scores.max() - np.sort(scores)[-min(5, scores.size)])
+        q[_TOP_RANK] = float(scores.max())
+        q[_RANK_MARGIN] = float(scores.max() - np.sort(scores)[-min(5, scores.size)])
         out.append(Example(e.qid, e.kind, e.topic, e.x, e.y, q, e.answerable))
     return out
 
@@ -172,6 +233,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--abstain-target", type=float, default=0.01, help="share of answerable dev questions allowed to abstain"
     )
     parser.add_argument("--abstain-margin", type=float, default=0.02)
+    parser.add_argument("--abstain-drop", default="", help="comma-separated query features the abstention ignores")
+    parser.add_argument(
+        "--ablation", action="store_true", help="also report topic-ablation near misses (held out, never trained on)"
+    )
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "thoughtline-eval-stores")
     args = parser.parse_args(argv)
@@ -183,18 +248,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     # Doubts of answerable questions from the fold that did not see them: in-sample doubts are
     # overconfident, so the shipped threshold is set on these.
     held_out_doubts: list[float] = []
-    for train, held in folds(examples):
+    dropped = {name for name in args.abstain_drop.split(",") if name}
+    keep = np.array([name not in dropped for name in ranker.QUERY_FEATURES])
+    all_doubts: list[float] = []
+    all_kinds: list[str] = []
+    ablated = collect_ablated(models, args.workdir) if args.ablation else []
+    for train, held in folds([*examples, *ablated]):
+        train = [e for e in train if e.kind != "ablated"]
         fold_ranker = fit_pairwise(train, args.l2, args.steps)
         cv_rank.append(metrics(fold_ranker, held))
         train, held = with_ranker(train, fold_ranker), with_ranker(held, fold_ranker)
         qx = np.vstack([e.q for e in train])
         qy = np.array([not e.answerable for e in train])
-        model = fit_logistic(qx, qy, args.abstain_l2)
+        model = fit_abstain(qx, qy, args.abstain_l2, keep)
         doubt = partial(_doubt, model)
+        all_doubts.extend(doubt(held).tolist())
+        all_kinds.extend(e.kind for e in held)
         threshold = abstention_threshold(
             doubt([e for e in train if e.answerable]), args.abstain_target, args.abstain_margin
         )
-        held_abs = [e for e in held if not e.answerable]
+        held_abs = [e for e in held if not e.answerable and e.kind != "ablated"]
         held_ans = [e for e in held if e.answerable]
         held_out_doubts.extend(doubt(held_ans).tolist() if held_ans else [])
         cv_abs.append(
@@ -205,13 +278,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     print("cv ranker:", {k: round(float(np.mean([m[k] for m in cv_rank])), 4) for k in cv_rank[0]})
     print("cv abstain (absent, answerable):", np.round(np.nanmean(np.array(cv_abs), axis=0), 4).tolist())
+    curve(np.array(all_doubts), all_kinds)
     full = fit_pairwise(examples, args.l2, args.steps)
     print("dev (fit) ranker:", metrics(full, examples))
     examples = with_ranker(examples, full)
     print("ranker coefficients:", dict(zip(ranker.CANDIDATE_FEATURES, np.round(full.coef, 3).tolist(), strict=True)))
     qx = np.vstack([e.q for e in examples])
     qy = np.array([not e.answerable for e in examples])
-    abstain = fit_logistic(qx, qy, args.abstain_l2)
+    abstain = fit_abstain(qx, qy, args.abstain_l2, keep)
     doubts = 1 / (1 + np.exp(-abstain.score(qx)))
     threshold = abstention_threshold(np.array(held_out_doubts), args.abstain_target, args.abstain_margin)
     print("abstain coefficients:", dict(zip(ranker.QUERY_FEATURES, np.round(abstain.coef, 3).tolist(), strict=True)))

@@ -148,6 +148,11 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 MAX_CHUNKS = 16
 
 
+def sentence_count(body: str) -> int:
+    """How many sentences `chunk_texts` sees in a thought."""
+    return sum(1 for part in _SENTENCE_END.split(body) if part.strip())
+
+
 def chunk_texts(body: str, max_chunks: int = MAX_CHUNKS, min_chars: int = 0) -> list[str]:
     """The texts a thought is embedded as: the whole thought, then its sentences.
 

@@ -382,6 +382,39 @@ STORE_IDENTITY = """
 INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', lower(hex(randomblob(16))));
 """
 
+# Search ranking (issue 8): the learned ranker reads whole-thought and best-sentence cosines, and
+# every multi-sentence thought now has one vector per sentence. Stores embedded before that hold
+# one vector for a short thought and heading-prefixed sentence pairs for a long one (over 1,000
+# characters), so their search ranks below what was trained until re-embedded. This re-queues
+# exactly the thoughts whose stored vectors differ from the current passage rule: a different
+# number of vectors, or the old rule's grouped passages (over 16 sentences), whose count can
+# match. `store_vectors` deletes every slot of a thought before writing it, so re-embedding
+# replaces; the old vectors keep serving searches until then. A store embedded under the current
+# rule re-queues almost nothing.
+_OLD_PASSAGE_MIN_CHARS = 1_000
+_OLD_GROUPED_SENTENCES = 16
+
+
+def _requeue_old_vectors(conn: apsw.Connection) -> None:
+    # The passage rule has one definition, next to the embedder; it is pure text handling.
+    from thoughtline.library.search import PASSAGE_MIN_CHARS, chunk_texts, sentence_count
+
+    stored: dict[int, int] = {}
+    for (key,) in conn.execute("SELECT vector_key FROM thought_vectors"):
+        owner = int(key) // VECTOR_SLOTS
+        stored[owner] = stored.get(owner, 0) + 1
+    stale: list[int] = []
+    for tid, body in conn.execute("SELECT id, body FROM thoughts"):
+        count = stored.get(int(tid))
+        if count is None:
+            continue  # never embedded: already queued
+        text = str(body)
+        grouped = len(text) > _OLD_PASSAGE_MIN_CHARS and sentence_count(text) > _OLD_GROUPED_SENTENCES
+        if grouped or count != len(chunk_texts(text, VECTOR_SLOTS, PASSAGE_MIN_CHARS)):
+            stale.append(int(tid))
+    conn.executemany("INSERT OR IGNORE INTO vector_queue(thought_id) VALUES (?)", [(t,) for t in stale])
+
+
 MIGRATIONS: Sequence[Migration] = (
     Migration("0001_core", _sql(CORE)),
     Migration("0002_search", _sql(SEARCH)),
@@ -390,6 +423,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("0005_threads", _apply_threads),
     Migration("0006_sequence_origin", _sql(SEQUENCE_ORIGIN)),
     Migration("0008_store_identity", _sql(STORE_IDENTITY)),
+    Migration("0007_search_ranking", _requeue_old_vectors),
 )
 
 
