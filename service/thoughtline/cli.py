@@ -77,7 +77,8 @@ def ensure_token(settings: Settings, out: TextIO) -> tuple[Settings, str]:
         raise SettingsError(f"{path} holds a token shorter than {MIN_TOKEN_LENGTH} characters; delete the file.")
     if fresh and out.isatty():
         print(f"MCP_API_TOKEN not set; generated a bearer token, shown this once: {token}", file=out)
-    print(f"MCP_API_TOKEN not set; using the bearer token stored in {path}", file=out)
+    kept = "generated a bearer token and stored it in" if fresh else "using the bearer token stored in"
+    print(f"MCP_API_TOKEN not set; {kept} {path}", file=out)
     return settings.with_overrides(api_token=token), f"$(cat {shlex.quote(str(path))})"
 
 
