@@ -10,7 +10,7 @@ DEV_STAMP := $(VENV)/.dev-installed-stamp
 SAM_VENV := $(VENV)/tools/sam
 SAM_STAMP := $(SAM_VENV)/.installed-stamp
 
-.PHONY: serve test lint typecheck browser-check chromium token bench eval eval-threads clean
+.PHONY: serve test lint typecheck browser-check node-check chromium token bench eval eval-threads clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
@@ -42,6 +42,9 @@ token: $(STAMP)
 browser-check:
 	@sh .ci/check-browser
 
+node-check:
+	@sh .ci/check-node
+
 # Where Debian's chromium is not an option: Playwright's own build (a download of ~170 MB).
 chromium: $(DEV_STAMP)
 	$(BIN)/playwright install chromium
@@ -53,9 +56,9 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
-# The browser check comes first: before anything is installed, linted or run.
+# The browser and npm checks come first: before anything is installed, linted or run.
 # $(SAM_STAMP): tests/test_infra.py runs `sam validate --lint` offline from that venv.
-test: browser-check lint typecheck $(SAM_STAMP)
+test: browser-check node-check lint typecheck $(SAM_STAMP)
 	$(BIN)/pytest --cov=thoughtline --cov-report=term:skip-covered --cov-fail-under=85
 
 bench: $(DEV_STAMP)

@@ -114,7 +114,7 @@ async def test_serve_without_a_token_generates_one_keeps_it_and_prints_how_to_co
         assert len(token) >= 32
         assert oct(token_file.stat().st_mode & 0o777) == "0o600"
         assert token not in child.log()  # output to a file (a log) names the file, never the token
-        assert f"stored in {token_file.resolve()}" in child.log()
+        assert f"generated a bearer token and stored it in {token_file.resolve()}" in child.log()
         assert f"claude mcp add --scope user --transport http thoughtline {child.base_url}/mcp-compat" in child.log()
         assert f"$(cat {token_file.resolve()})" in child.log()
         async with mcp_client(child.base_url, token) as client:
@@ -125,6 +125,7 @@ async def test_serve_without_a_token_generates_one_keeps_it_and_prints_how_to_co
     try:
         assert (data / ".mcp_api_token").read_text().strip() == token
         assert token not in again.log()  # later starts name the file instead of printing the secret
+        assert f"using the bearer token stored in {token_file.resolve()}" in again.log()
         async with mcp_client(again.base_url, token) as client:
             assert (await client.list_tools()).tools
     finally:

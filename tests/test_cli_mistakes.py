@@ -188,3 +188,44 @@ def test_a_generated_token_is_shown_once_on_a_terminal(tmp_path: Path) -> None:
         os.close(main)
     token = (data / ".mcp_api_token").read_text().strip()
     assert f"shown this once: {token}" in seen.decode()
+
+
+@pytest.mark.parametrize("command", ["export", "reindex"])
+def test_a_store_that_does_not_exist_yet_is_refused_with_when_it_appears(tmp_path: Path, command: str) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    refused(
+        cli(command, "--user", "owner", env={"THOUGHTLINE_DATA_DIR": str(data)}),
+        "no store for user 'owner'",
+        "first thought",
+        "--data-dir",
+    )
+    assert list(data.iterdir()) == []
+
+
+def test_exporting_into_a_pipe_its_reader_closes_early_ends_quietly(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    count = 400  # about 150 KB of JSON Lines: more than a pipe holds, so the writer meets the closed end
+    sequence = {"type": "sequence", "id": 1, "public_id": "seq_" + "6" * 32, "title": "t", "status": "active"}
+    sequence |= {"total_thoughts": count, "last_thought_number": count, "thought_count": count}
+    records = [{**sequence, "created_at": 1, "updated_at": 1}]
+    for n in range(1, count + 1):
+        thought = {"type": "thought", "id": n, "sequence_id": 1, "position": n, "branch": None, "number": n}
+        records.append({**thought, "total": count, "next_needed": 1, "body": "a long step " * 30, "created_at": n})
+    env = {"THOUGHTLINE_DATA_DIR": str(data)}
+    loaded = cli("import", "-", env=env, stdin="\n".join(json.dumps(r) for r in records))
+    assert loaded.returncode == 0, loaded.stderr
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("THOUGHTLINE_", "MCP_API_TOKEN"))}
+    with subprocess.Popen(
+        [sys.executable, "-m", "thoughtline", "export"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**clean, **env},
+    ) as export:
+        assert export.stdout is not None
+        assert export.stderr is not None
+        assert json.loads(export.stdout.readline())["type"] == "sequence"
+        export.stdout.close()  # what `thoughtline export | head -1` does
+        stderr = export.stderr.read().decode()
+        assert export.wait(timeout=120) == 0, stderr
+    assert stderr == ""

@@ -120,3 +120,51 @@ def test_a_python_without_the_venv_module_gets_the_debian_package_name(tmp_path:
     assert result.returncode != 0
     assert "sudo apt-get install python3-venv" in result.stderr
     assert not (tmp_path / "venv").exists(), "a half-made venv would make the next run skip this step"
+
+
+def check_node(tmp_path: Path, *, npm: bool = False) -> subprocess.CompletedProcess[str]:
+    """`.ci/check-node` run from a copy of the repo's layout, with basic tools (and maybe npm) on PATH."""
+    repo = tmp_path / "repo"
+    bin_dir = tmp_path / "bin"
+    if not bin_dir.exists():
+        (repo / ".ci").mkdir(parents=True)
+        (repo / "tests" / "interop").mkdir(parents=True)
+        shutil.copy(ROOT / ".ci" / "check-node", repo / ".ci" / "check-node")
+        shutil.copy(ROOT / "tests" / "interop" / "package-lock.json", repo / "tests" / "interop" / "package-lock.json")
+        tool_dir(tmp_path, "cat", "dirname", "sha256sum", "cut", "id")
+    if npm:
+        (bin_dir / "npm").symlink_to("/bin/true")
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path)}
+    try:
+        return subprocess.run(
+            ["/bin/sh", str(repo / ".ci" / "check-node")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=30,
+            check=False,
+        )
+    finally:
+        (bin_dir / "npm").unlink(missing_ok=True)
+
+
+def test_the_npm_check_says_how_to_get_npm_when_the_interop_tools_cannot_be_installed(tmp_path: Path) -> None:
+    result = check_node(tmp_path)
+    assert result.returncode == 1
+    assert "make test needs npm (Node.js >= 20)" in result.stderr
+    assert "sudo apt-get install npm" in result.stderr
+
+
+def test_the_npm_check_passes_with_npm_or_with_the_interop_tools_already_installed(tmp_path: Path) -> None:
+    assert check_node(tmp_path, npm=True).returncode == 0
+    assert check_node(tmp_path).returncode == 1
+    interop = tmp_path / "repo" / "tests" / "interop"
+    (interop / "node_modules").mkdir()
+    lock = subprocess.run(["sha256sum", str(interop / "package-lock.json")], capture_output=True, text=True, check=True)
+    (interop / "node_modules" / ".thoughtline-lock.sha256").write_text(lock.stdout.split()[0] + "\n")
+    assert check_node(tmp_path).returncode == 0
+
+
+def test_make_test_checks_for_npm_before_installing_anything(tmp_path: Path) -> None:
+    commands = make_dry_run("test", tmp_path / "venv")
+    assert commands.index("sh .ci/check-node") < commands.index("pip install")

@@ -37,6 +37,10 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 TOKEN_FILE = ".mcp_api_token"  # noqa: S105 - a file name, not a secret
 
 
+# A store file appears at a user's first write; a new user's first export usually meets this.
+_NO_STORE_HINT = " (it appears at that user's first thought; pass --data-dir if the server uses another folder)"
+
+
 class CommandError(Exception):
     """A command cannot do what was asked; the message says why and what to do (exit 1, no traceback)."""
 
@@ -73,7 +77,8 @@ def ensure_token(settings: Settings, out: TextIO) -> tuple[Settings, str]:
         raise SettingsError(f"{path} holds a token shorter than {MIN_TOKEN_LENGTH} characters; delete the file.")
     if fresh and out.isatty():
         print(f"MCP_API_TOKEN not set; generated a bearer token, shown this once: {token}", file=out)
-    print(f"MCP_API_TOKEN not set; using the bearer token stored in {path}", file=out)
+    kept = "generated a bearer token and stored it in" if fresh else "using the bearer token stored in"
+    print(f"MCP_API_TOKEN not set; {kept} {path}", file=out)
     return settings.with_overrides(api_token=token), f"$(cat {shlex.quote(str(path))})"
 
 
@@ -166,8 +171,7 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
     """Write one user's store as JSON Lines."""
     path = _store_file(settings, args)
     if not path.exists():
-        print(f"no store for user {args.user!r} under {path.parent}", file=sys.stderr)
-        return 1
+        raise CommandError(f"no store for user {args.user!r} under {path.parent}{_NO_STORE_HINT}")
     conn = connect(path, settings.journal, readonly=True)
     out: TextIO = open(args.output, "w") if args.output else sys.stdout  # noqa: SIM115 - closed below
     try:
@@ -308,8 +312,7 @@ def cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
         paths = sorted(root.glob(f"*{STORE_SUFFIX}")) if root.exists() else []
     missing = [p for p in paths if not p.exists()]
     if missing:
-        print(f"no store for user {args.user!r} under {data_dir / 'stores'}", file=sys.stderr)
-        return 1
+        raise CommandError(f"no store for user {args.user!r} under {data_dir / 'stores'}{_NO_STORE_HINT}")
     embedder = MiniLMEmbedder()
     for path in paths:
         conn = connect(path, settings.journal)
@@ -357,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     reindex.add_argument("--data-dir")
     reindex.add_argument("--progress", action="store_true", help="show the progress bar even when not on a terminal")
     reindex.set_defaults(run=cmd_reindex)
-    check = sub.add_parser("check", help="integrity and schema version of every store")
+    check = sub.add_parser("check", help="integrity, identity and schema of every store (exit 1 on problems)")
     check.add_argument("--data-dir")
     check.set_defaults(run=cmd_check)
     backup = sub.add_parser("backup", help="copy every store (or --user's) into a new folder, safe while serving")
@@ -378,6 +381,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = settings_from_process_env()
         code: int = args.run(settings, args)
+    except BrokenPipeError:  # `thoughtline export | head`: the reader left, which is not a failure
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush stays quiet
+        return 0
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

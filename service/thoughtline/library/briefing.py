@@ -24,6 +24,7 @@ from thoughtline.domain.thread_state import (
     open_items,
     reduce_state,
 )
+from thoughtline.domain.wording import counted
 from thoughtline.storage import threads as thread_store
 from thoughtline.storage.thoughts import iso
 
@@ -176,7 +177,7 @@ def render_briefing(result: dict[str, Any]) -> str:
     """A readable briefing: the thread line, open items, decisions, recent events, members."""
     t = result["thread"]
     lines = [
-        f"Thread {t['name']!r} · {t['lifecycle']} · {t['state']} · {t['memberCount']} sequences",
+        f"Thread {t['name']!r} · {t['lifecycle']} · {t['state']} · {counted(t['memberCount'], 'sequence')}",
         t["headline"],
     ]
 

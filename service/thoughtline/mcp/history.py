@@ -15,6 +15,7 @@ import apsw
 from itsdangerous import BadSignature, URLSafeSerializer
 
 from thoughtline.domain.arguments import HistoryInput
+from thoughtline.domain.wording import counted
 from thoughtline.errors import DomainError, invalid
 from thoughtline.storage import history as history_store
 from thoughtline.storage import thoughts as store
@@ -159,7 +160,8 @@ def render_transcript(sequence: dict[str, Any], thoughts: list[dict[str, Any]], 
     """A readable transcript: title, status, branch list, one block per thought."""
     lines = [
         f"{sequence['title']}",
-        f"Sequence {sequence['sequenceId']} · {sequence['status']} · {sequence['thoughtHistoryLength']} thoughts",
+        f"Sequence {sequence['sequenceId']} · {sequence['status']} · "
+        + counted(sequence["thoughtHistoryLength"], "thought"),
     ]
     for b in sequence["branches"]:
         parent = f"branch {b['parentBranchId']}" if b["parentBranchId"] else "main path"

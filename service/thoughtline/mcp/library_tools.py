@@ -13,6 +13,7 @@ from typing import Any
 
 from thoughtline.clock import now_ms
 from thoughtline.domain.arguments import coerce_int, coerce_sequence_id, coerce_str, parse_instant, reject_unknown
+from thoughtline.domain.wording import counted
 from thoughtline.errors import DomainError, invalid
 from thoughtline.library.after_commit import AfterCommitWork
 from thoughtline.library.retrieval import Outcome, hybrid_search
@@ -144,7 +145,9 @@ def render_sequences(
         lines = [f'{len(results)} sequence{"s" if len(results) != 1 else ""} for "{shown}":', ""]
         for i, r in enumerate(results, start=1):
             where = f"thought {r['thoughtNumber']}" + (f" on branch {r['branchId']}" if r["branchId"] else "")
-            lines.append(f"{i}. {r['title']} [{r['status']}] · {r['thoughtCount']} thoughts · best match {where}")
+            lines.append(
+                f"{i}. {r['title']} [{r['status']}] · {counted(r['thoughtCount'], 'thought')} · best match {where}"
+            )
             lines.append(f"   {r['snippet']}")
             lines.append(f"   {r['sequenceId']} · updated {r['updatedAt']}")
     if waiting:
@@ -280,5 +283,8 @@ async def _list(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
     ]
     kind = (f"{status} sequences" if status else "sequences") + (f" in thread {thread!r}" if thread else "")
     lines = [f"{len(items)} most recently updated {kind}:" if items else f"No {kind} stored."]
-    lines += [f"- {i['sequenceId']} [{i['status']}] {i['title']} ({i['thoughtHistoryLength']} thoughts)" for i in items]
+    lines += [
+        f"- {i['sequenceId']} [{i['status']}] {i['title']} ({counted(i['thoughtHistoryLength'], 'thought')})"
+        for i in items
+    ]
     return ToolOutput(text="\n".join(lines), structured={"sequences": items})

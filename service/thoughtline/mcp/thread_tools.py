@@ -15,6 +15,7 @@ import apsw
 from thoughtline.clock import now_ms
 from thoughtline.domain.arguments import coerce_bool, coerce_int, coerce_sequence_id, parse_instant, reject_unknown
 from thoughtline.domain.thread_names import check_name
+from thoughtline.domain.wording import counted
 from thoughtline.errors import DomainError, invalid
 from thoughtline.library.briefing import Periods, briefing, render_briefing, thread_object
 from thoughtline.mcp.thread_schemas import (
@@ -200,8 +201,8 @@ class ThreadTools:
 
 def _thread_line(t: Mapping[str, Any]) -> str:
     status = "archived" if t["status"] == "archived" else t["lifecycle"]
-    pending = f" · {t['pendingProposals']} proposals" if t["pendingProposals"] else ""
-    return f"{t['name']} [{status}] · {t['memberCount']} sequences{pending}"
+    pending = f" · {counted(t['pendingProposals'], 'proposal')}" if t["pendingProposals"] else ""
+    return f"{t['name']} [{status}] · {counted(t['memberCount'], 'sequence')}{pending}"
 
 
 def _render(result: Mapping[str, Any]) -> str:
