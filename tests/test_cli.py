@@ -72,7 +72,7 @@ async def test_export_then_import_round_trips_a_store(tmp_path: Path) -> None:
     other = tmp_path / "other"
     imported = cli("import", "-", env={"THOUGHTLINE_DATA_DIR": str(other)}, stdin=exported.stdout)
     assert imported.returncode == 0, imported.stderr
-    assert "imported 1 sequences, 2 branches, 3 thoughts" in imported.stdout
+    assert "imported 1 sequence, 2 branches, 3 thoughts" in imported.stdout
     again = cli("import", "-", env={"THOUGHTLINE_DATA_DIR": str(other)}, stdin=exported.stdout)
     assert again.returncode != 0  # the sequence exists already: refused, nothing half-written
     with serve_in_thread(create_app(Settings(data_dir=other, api_token=TOKEN))) as running:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import logging
 import os
 import secrets
@@ -23,26 +22,22 @@ import apsw
 
 from thoughtline import __version__, resources
 from thoughtline.config import MIN_TOKEN_LENGTH, Settings, SettingsError, settings_from_process_env
-from thoughtline.errors import DomainError
-from thoughtline.identity import OWNER_KEY, is_user_key
+from thoughtline.identity import OWNER_KEY
 from thoughtline.logsafe import SafeFormatter
-from thoughtline.storage import migrations, transfer
-from thoughtline.storage.backup import backup_stores
-from thoughtline.storage.checkup import check_data_dir
-from thoughtline.storage.db import StorageError, connect, write_transaction
+from thoughtline.storage.db import StorageError
 from thoughtline.storage.files import private_dir
-from thoughtline.storage.router import STORE_SUFFIX, create_store, store_path
+from thoughtline.store_commands import (
+    CommandError,
+    cmd_backup,
+    cmd_check,
+    cmd_export,
+    cmd_import,
+    cmd_new_store,
+    cmd_reindex,
+)
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 TOKEN_FILE = ".mcp_api_token"  # noqa: S105 - a file name, not a secret
-
-
-# A store file appears at a user's first write; a new user's first export usually meets this.
-_NO_STORE_HINT = " (it appears at that user's first thought; pass --data-dir if the server uses another folder)"
-
-
-class CommandError(Exception):
-    """A command cannot do what was asked; the message says why and what to do (exit 1, no traceback)."""
 
 
 def new_token() -> str:
@@ -149,180 +144,6 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
             body_timeout=settings.body_timeout_seconds,
         ).uvicorn_options(),
     )
-    return 0
-
-
-def _store_file(settings: Settings, args: argparse.Namespace) -> Path:
-    _check_user(args.user)
-    return store_path(Path(args.data_dir) if args.data_dir else settings.data_dir, args.user)
-
-
-def _check_user(user: str) -> None:
-    """Refuse a store key no principal can ever reach: data written there would be invisible."""
-    if not is_user_key(user):
-        raise CommandError(
-            f"--user {user!r} is not a store key any caller maps to. Use 'owner' (the static token "
-            "and THOUGHTLINE_OWNER's GitHub sign-in) or 'github:<numeric account id>' (another allowed "
-            "GitHub account; the id is at https://api.github.com/users/<login>)."
-        )
-
-
-def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
-    """Write one user's store as JSON Lines."""
-    path = _store_file(settings, args)
-    if not path.exists():
-        raise CommandError(f"no store for user {args.user!r} under {path.parent}{_NO_STORE_HINT}")
-    conn = connect(path, settings.journal, readonly=True)
-    out: TextIO = open(args.output, "w") if args.output else sys.stdout  # noqa: SIM115 - closed below
-    try:
-        conn.execute("BEGIN")
-        for record in transfer.iter_export(conn):
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        conn.execute("COMMIT")
-    finally:
-        if out is not sys.stdout:
-            out.close()
-        conn.close()
-    return 0
-
-
-def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
-    """Load JSON Lines (from `export`) into one user's store, all or nothing."""
-    path = _store_file(settings, args)
-    records = _read_export(args.input)  # before anything is created: a bad file leaves no trace
-    if not path.exists():
-        create_store(path.parents[1], args.user, settings.journal)  # importing is a deliberate creation
-    conn = connect(path, settings.journal, create=False)
-    try:
-        migrations.migrate(conn)
-        with write_transaction(conn):
-            counts = transfer.import_records(conn, records)
-    except DomainError as exc:
-        raise CommandError(f"{exc.message} Nothing was imported.") from None
-    except apsw.Error as exc:
-        raise CommandError(
-            f"the file does not fit this store ({type(exc).__name__}: {str(exc)[:120]}); "
-            "pass an unedited file from `thoughtline export`. Nothing was imported."
-        ) from None
-    finally:
-        conn.close()
-    print(
-        f"imported {counts['sequence']} sequences, {counts['branch']} branches, {counts['thought']} thoughts, "
-        f"{counts['thread']} threads"
-    )
-    return 0
-
-
-def _read_export(name: str) -> list[dict[str, object]]:
-    """The records of an export file (or stdin for `-`), refusing anything that is not one."""
-    try:
-        source: TextIO = open(name, encoding="utf-8") if name != "-" else sys.stdin  # noqa: SIM115 - closed below
-    except OSError as exc:
-        why = f"cannot read {name}: {exc.strerror}"
-        raise CommandError(f"{why}; pass a file written by `thoughtline export`.") from None
-    records: list[dict[str, object]] = []
-    try:
-        for number, line in enumerate(source, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                raise CommandError(
-                    f"{name} line {number} is not JSON; import reads the JSON Lines that `thoughtline export` "
-                    "writes. Nothing was imported."
-                ) from None
-            if not isinstance(record, dict) or "type" not in record:
-                raise CommandError(
-                    f"{name} line {number} is not an export record (a JSON object with a 'type'); "
-                    "pass a file written by `thoughtline export`. Nothing was imported."
-                )
-            records.append(record)
-    except UnicodeDecodeError:
-        raise CommandError(f"{name} is not UTF-8 text; pass a file written by `thoughtline export`.") from None
-    finally:
-        if source is not sys.stdin:
-            source.close()
-    return records
-
-
-def _existing_data_dir(settings: Settings, args: argparse.Namespace) -> Path | None:
-    data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir
-    if data_dir.is_dir():
-        return data_dir
-    print(
-        f"error: no data directory at {data_dir}; pass the folder the server uses (--data-dir or THOUGHTLINE_DATA_DIR)",
-        file=sys.stderr,
-    )
-    return None
-
-
-def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
-    """Integrity, identity and schema of every store; non-zero exit if any has a problem."""
-    data_dir = _existing_data_dir(settings, args)
-    if data_dir is None:
-        return 2
-    findings = check_data_dir(data_dir, settings.journal)
-    bad = 0
-    for finding in findings:
-        bad += bool(finding.problems)
-        print(f"{finding.name}: {'ok' if not finding.problems else '; '.join(finding.problems)}")
-    print(f"{len(findings)} store(s) checked, {bad} with problems")
-    return 1 if bad else 0
-
-
-def cmd_backup(settings: Settings, args: argparse.Namespace) -> int:
-    """Copy one store (--user) or every store into a new data directory, consistently while serving."""
-    data_dir = _existing_data_dir(settings, args)
-    if data_dir is None:
-        return 2
-    if args.user:
-        sources = [store_path(data_dir, args.user)]
-        if not sources[0].exists():
-            print(f"error: no store for user {args.user!r} under {sources[0].parent}", file=sys.stderr)
-            return 1
-    else:
-        root = data_dir / "stores"
-        sources = sorted(root.glob(f"*{STORE_SUFFIX}")) if root.is_dir() else []
-    for name, pages in backup_stores(sources, Path(args.destination), settings.journal):
-        print(f"{name}: {pages} pages copied")
-    print(f"{len(sources)} store(s) backed up to {args.destination}")
-    return 0
-
-
-def cmd_new_store(settings: Settings, args: argparse.Namespace) -> int:
-    """Deliberately start a user's store empty (after its file was lost and cannot be restored)."""
-    data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir
-    path = create_store(data_dir, args.user, settings.journal)
-    print(f"created an empty store for {args.user} ({path.name})")
-    return 0
-
-
-def cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
-    """Rebuild the keyword index and every embedding of one store, or of all of them."""
-    from thoughtline.library import vectors  # the model stack loads only for this command
-    from thoughtline.library.embed import MiniLMEmbedder
-
-    data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir
-    if args.user:
-        _check_user(args.user)
-        paths = [store_path(data_dir, args.user)]
-    else:
-        root = data_dir / "stores"
-        paths = sorted(root.glob(f"*{STORE_SUFFIX}")) if root.exists() else []
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        raise CommandError(f"no store for user {args.user!r} under {data_dir / 'stores'}{_NO_STORE_HINT}")
-    embedder = MiniLMEmbedder()
-    for path in paths:
-        conn = connect(path, settings.journal)
-        try:
-            migrations.migrate(conn)
-            count = vectors.reindex(conn, embedder, show_progress=sys.stderr.isatty() or args.progress)
-        finally:
-            conn.close()
-        print(f"{path.name}: {count} thoughts embedded")
-    print(f"{len(paths)} store(s) reindexed")
     return 0
 
 
