@@ -112,53 +112,65 @@ def _abstained_text(shown: str, outcome: Outcome) -> str:
     )
 
 
-def render_sequences(
-    query: str, outcome: Outcome, summaries: Mapping[int, tuple[int, int]], waiting: int
+def _where(r: Mapping[str, Any]) -> str:
+    return f"thought {r['thoughtNumber']}" + (f" on branch {r['branchId']}" if r["branchId"] else "")
+
+
+def _render(
+    query: str, outcome: Outcome, results: list[dict[str, Any]], waiting: int, by: str, entries: list[str]
 ) -> ToolOutput:
-    """Text and structured output of a search grouped by sequence (each sequence once)."""
-    results = []
-    for h in outcome.hits:
-        count, updated = summaries.get(h.record.sequence_key, (0, h.record.created_at))
-        results.append(
-            {
-                "sequenceId": h.record.sequence_id,
-                "title": h.record.title,
-                "status": h.record.status,
-                "thoughtCount": count,
-                "updatedAt": store.iso(updated),
-                "score": h.score,
-                "thoughtNumber": h.record.number,
-                "branchId": h.record.branch,
-                "snippet": h.snippet,
-                "similarity": h.similarity,
-            }
-        )
-    structured: dict[str, Any] = {"results": results, "abstained": outcome.abstained, "by": "sequence"}
+    """The frame both result shapes share: abstention, nothing found, or a heading over `entries`."""
+    structured: dict[str, Any] = {"results": results, "abstained": outcome.abstained, "by": by}
     if waiting:
         structured["unindexedThoughts"] = waiting
     shown = query if len(query) <= 80 else query[:77] + "…"
+    noun = "sequence" if by == "sequence" else "thought"
     if outcome.abstained:
         lines = [_abstained_text(shown, outcome)]
     elif not results:
-        lines = [f'No stored sequences match "{shown}".']
+        lines = [f'No stored {noun}s match "{shown}".']
     else:
-        lines = [f'{len(results)} sequence{"s" if len(results) != 1 else ""} for "{shown}":', ""]
-        for i, r in enumerate(results, start=1):
-            where = f"thought {r['thoughtNumber']}" + (f" on branch {r['branchId']}" if r["branchId"] else "")
-            lines.append(
-                f"{i}. {r['title']} [{r['status']}] · {counted(r['thoughtCount'], 'thought')} · best match {where}"
-            )
-            lines.append(f"   {r['snippet']}")
-            lines.append(f"   {r['sequenceId']} · updated {r['updatedAt']}")
+        lines = [f'{counted(len(results), noun if by == "sequence" else "result")} for "{shown}":', "", *entries]
     if waiting:
         lines.append(f"Note: {waiting} recent thoughts are not indexed for meaning yet; keyword matches include them.")
     return ToolOutput(text="\n".join(lines), structured=structured)
 
 
+def render_sequences(
+    query: str, outcome: Outcome, summaries: Mapping[int, tuple[int, int]], waiting: int
+) -> ToolOutput:
+    """Text and structured output of a search grouped by sequence (each sequence once)."""
+    results = []
+    entries: list[str] = []
+    for i, h in enumerate(outcome.hits, start=1):
+        count, updated = summaries.get(h.record.sequence_key, (0, h.record.created_at))
+        r = {
+            "sequenceId": h.record.sequence_id,
+            "title": h.record.title,
+            "status": h.record.status,
+            "thoughtCount": count,
+            "updatedAt": store.iso(updated),
+            "score": h.score,
+            "thoughtNumber": h.record.number,
+            "branchId": h.record.branch,
+            "snippet": h.snippet,
+            "similarity": h.similarity,
+        }
+        results.append(r)
+        entries += [
+            f"{i}. {r['title']} [{r['status']}] · {counted(count, 'thought')} · best match {_where(r)}",
+            f"   {r['snippet']}",
+            f"   {r['sequenceId']} · updated {r['updatedAt']}",
+        ]
+    return _render(query, outcome, results, waiting, "sequence", entries)
+
+
 def render_search(query: str, outcome: Outcome, waiting: int) -> ToolOutput:
     """Text and structured output of one search."""
-    results = [
-        {
+    results = []
+    entries: list[str] = []
+    for i, h in enumerate(outcome.hits, start=1):
+        r = {
             "sequenceId": h.record.sequence_id,
             "thoughtNumber": h.record.number,
             "branchId": h.record.branch,
@@ -169,31 +181,18 @@ def render_search(query: str, outcome: Outcome, waiting: int) -> ToolOutput:
             "status": h.record.status,
             "createdAt": store.iso(h.record.created_at),
         }
-        for h in outcome.hits
-    ]
-    structured: dict[str, Any] = {"results": results, "abstained": outcome.abstained, "by": "thought"}
-    if waiting:
-        structured["unindexedThoughts"] = waiting
-    shown = query if len(query) <= 80 else query[:77] + "…"
-    if outcome.abstained:
-        lines = [_abstained_text(shown, outcome)]
-    elif not results:
-        lines = [f'No stored thoughts match "{shown}".']
-    else:
-        lines = [f'{len(results)} result{"s" if len(results) != 1 else ""} for "{shown}":', ""]
-        for i, (r, h) in enumerate(zip(results, outcome.hits, strict=True), start=1):
-            where = f"thought {r['thoughtNumber']}" + (f" on branch {r['branchId']}" if r["branchId"] else "")
-            sim = (
-                f"similarity {h.similarity:.2f}"
-                if h.similarity is not None
-                else ("keyword match" if h.keyword else "next to a match")
-            )
-            lines.append(f"{i}. {r['title']} [{r['status']}] · {where} · {sim}")
-            lines.append(f"   {r['snippet']}")
-            lines.append(f"   {r['sequenceId']} · {r['createdAt']}")
-    if waiting:
-        lines.append(f"Note: {waiting} recent thoughts are not indexed for meaning yet; keyword matches include them.")
-    return ToolOutput(text="\n".join(lines), structured=structured)
+        results.append(r)
+        sim = (
+            f"similarity {h.similarity:.2f}"
+            if h.similarity is not None
+            else ("keyword match" if h.keyword else "next to a match")
+        )
+        entries += [
+            f"{i}. {r['title']} [{r['status']}] · {_where(r)} · {sim}",
+            f"   {r['snippet']}",
+            f"   {r['sequenceId']} · {r['createdAt']}",
+        ]
+    return _render(query, outcome, results, waiting, "thought", entries)
 
 
 def _manage_handler(discovery: bool) -> Callable[[Mapping[str, Any], ToolContext], Any]:
