@@ -10,15 +10,12 @@ uncompiled package pays for compiling every module it imports. Prints the median
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from compile_imported import call, event  # noqa: E402 - a sibling script, not a package
+from compile_imported import run_child
 
 CHILD = """
 import json, sys, time
@@ -46,19 +43,9 @@ print(json.dumps({"import": imported - start, "first_call": marks[0] - imported,
 
 def one_run(package: Path) -> dict[str, float]:
     """Timings of one fresh process."""
-    thought = {"thought": "cold", "nextThoughtNeeded": False, "thoughtNumber": 1, "totalThoughts": 1}
-    bodies = [call(1, "sequentialthinking", thought), call(2, "search_thoughts", {"query": "cold"})]
-    with tempfile.TemporaryDirectory() as data:
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "MCP_API_TOKEN": "b" * 40,
-            "THOUGHTLINE_DATA_DIR": data,
-            "THOUGHTLINE_JOURNAL": "truncate",
-            "AWS_LAMBDA_FUNCTION_NAME": "cold",
-            "PYTHONDONTWRITEBYTECODE": "1",
-        }
-        args = [sys.executable, "-c", CHILD, str(package), json.dumps(bodies), json.dumps(event())]
-        run = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600, check=True)
+    run = run_child(package, CHILD, "cold")
+    if run.returncode != 0:
+        raise SystemExit(f"the handler failed in {package}:\n{run.stderr[-2000:]}")
     timings: dict[str, float] = json.loads(run.stdout.strip().splitlines()[-1])
     return timings
 

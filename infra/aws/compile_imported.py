@@ -75,21 +75,26 @@ def event() -> dict[str, object]:
     }
 
 
-def imported_files(package: Path) -> list[str]:
-    """The package's module files a cold start, a write and a search load."""
-    thought = {"thought": "build", "nextThoughtNeeded": False, "thoughtNumber": 1, "totalThoughts": 1}
-    bodies = [call(1, "sequentialthinking", thought), call(2, "search_thoughts", {"query": "build"})]
+def run_child(package: Path, child: str, tag: str) -> subprocess.CompletedProcess[str]:
+    """Run `child` in a fresh process that serves a write and a search from `package`, as Lambda would."""
+    thought = {"thought": tag, "nextThoughtNeeded": False, "thoughtNumber": 1, "totalThoughts": 1}
+    bodies = [call(1, "sequentialthinking", thought), call(2, "search_thoughts", {"query": tag})]
     with tempfile.TemporaryDirectory() as data:
         env = {
             "PATH": os.environ.get("PATH", ""),
             "MCP_API_TOKEN": "b" * 40,
             "THOUGHTLINE_DATA_DIR": data,
             "THOUGHTLINE_JOURNAL": "truncate",
-            "AWS_LAMBDA_FUNCTION_NAME": "build",
+            "AWS_LAMBDA_FUNCTION_NAME": tag,
             "PYTHONDONTWRITEBYTECODE": "1",
         }
-        args = [sys.executable, "-c", CHILD, str(package), json.dumps(bodies), json.dumps(event())]
-        run = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600, check=False)
+        args = [sys.executable, "-c", child, str(package), json.dumps(bodies), json.dumps(event())]
+        return subprocess.run(args, capture_output=True, text=True, env=env, timeout=600, check=False)
+
+
+def imported_files(package: Path) -> list[str]:
+    """The package's module files a cold start, a write and a search load."""
+    run = run_child(package, CHILD, "build")
     if run.returncode != 0:
         raise SystemExit(f"could not run the handler from {package}:\n{run.stderr[-2000:]}")
     files: list[str] = json.loads(run.stdout.strip().splitlines()[-1])
