@@ -16,11 +16,25 @@ import numpy as np
 
 from thoughtline.library.embed import Embedder, MiniLMEmbedder, Vectors
 
-DEFAULT_CACHE = Path(tempfile.gettempdir()) / "thoughtline-eval-cache" / "minilm.sqlite3"
+CACHE_DIR = Path(tempfile.gettempdir()) / "thoughtline-eval-cache"
+DEFAULT_CACHE = CACHE_DIR / "minilm.sqlite3"
 
 
 def _key(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def model_tag(model: Path | None) -> str:
+    """A name for the vectors a model makes: the shipped model's, or a hash of another model file."""
+    if model is None:
+        return "minilm"
+    digest = hashlib.sha256(model.read_bytes()).hexdigest()[:12]
+    return f"model-{digest}"
+
+
+def cached_embedder(model: Path | None = None) -> CachedEmbedder:
+    """The evaluations' embedder: the shipped MiniLM, or the ONNX file `model`, each with its own cache."""
+    return CachedEmbedder(MiniLMEmbedder(model_path=model), CACHE_DIR / f"{model_tag(model)}.sqlite3")
 
 
 class CachedEmbedder:

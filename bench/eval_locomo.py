@@ -23,7 +23,7 @@ from pathlib import Path
 
 import apsw
 
-from bench.embed_cache import CachedEmbedder
+from bench.embed_cache import cached_embedder, model_tag
 from thoughtline.library import vectors
 from thoughtline.library.dense import DenseIndex
 from thoughtline.library.embed import Embedder, MiniLMEmbedder
@@ -208,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--conversations", default="", help="comma list of ids (default: all ten)")
     parser.add_argument("--workdir", type=Path, default=None, help="reuse stores here (default: a temp dir)")
+    parser.add_argument("--model", type=Path, help="an ONNX embedding model other than the shipped one")
     parser.add_argument(
         "--passage-min-chars",
         type=int,
@@ -230,9 +231,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     wanted = {c.strip() for c in args.conversations.split(",") if c.strip()}
     with tempfile.TemporaryDirectory(prefix="locomo-") as scratch:
-        workdir = args.workdir or Path(scratch)
+        workdir = (args.workdir or Path(scratch)) / model_tag(args.model)
         workdir.mkdir(parents=True, exist_ok=True)
-        embedder = CachedEmbedder()
+        embedder = cached_embedder(args.model)
         totals = {m: Scores([], [], [], [], [], []) for m in MODES}
         per_convo: dict[str, float] = {}
         for cid, convo in conversations(args.data):

@@ -26,7 +26,7 @@ from typing import Any
 
 import apsw
 
-from bench.embed_cache import CachedEmbedder
+from bench.embed_cache import cached_embedder, model_tag
 from thoughtline.identity import Principal, reset_principal, set_principal
 from thoughtline.library import vectors
 from thoughtline.library.embed import Embedder
@@ -249,8 +249,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--locomo", action="store_true", help="also run LoCoMo, all ten conversations")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "thoughtline-eval-stores")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--model", type=Path, help="an ONNX embedding model other than the shipped one")
     args = parser.parse_args(argv)
-    embedder = CachedEmbedder()
+    # Stores hold vectors, so each model gets stores of its own.
+    args.workdir = args.workdir / model_tag(args.model)
+    embedder = cached_embedder(args.model)
     args.workdir.mkdir(parents=True, exist_ok=True)
     sets: dict[str, Any] = {}
     for name in [s.strip() for s in args.splits.split(",") if s.strip()]:

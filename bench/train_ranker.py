@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.embed_cache import CachedEmbedder
+from bench.embed_cache import cached_embedder, model_tag
 from bench.eval_reasoning import DATA, build
 from thoughtline.library import ranker
 from thoughtline.library.dense import DenseIndex
+from thoughtline.library.embed import Embedder
 from thoughtline.library.pipeline import gather
 from thoughtline.library.retrieval import Tuning
 from thoughtline.storage.db import connect
@@ -48,10 +49,9 @@ class Example:
     answerable: bool
 
 
-def collect(models: ranker.Models, workdir: Path) -> list[Example]:
+def collect(models: ranker.Models, workdir: Path, embedder: Embedder) -> list[Example]:
     """Pools of every dev question, with the shipped seq weight."""
     data = json.loads((DATA / "dev.json").read_text())
-    embedder = CachedEmbedder()
     built = build(data, workdir, embedder)
     topic_of = {t["id"]: s["topics"][0] for s in data["sequences"] for t in s["thoughts"]}
     by_qid = {q["id"]: q for q in data["questions"]}
@@ -68,7 +68,7 @@ def collect(models: ranker.Models, workdir: Path) -> list[Example]:
     return out
 
 
-def collect_ablated(models: ranker.Models, workdir: Path) -> list[Example]:
+def collect_ablated(models: ranker.Models, workdir: Path, embedder: Embedder) -> list[Example]:
     """Topic ablation: each dev topic's answerable questions, asked of dev without that topic.
 
     Dev holds only 29 never-stored questions; these add one in-domain negative per answerable
@@ -76,7 +76,6 @@ def collect_ablated(models: ranker.Models, workdir: Path) -> list[Example]:
     that share its words) stay. Each is grouped under its own topic for cross-validation.
     """
     data = json.loads((DATA / "dev.json").read_text())
-    embedder = CachedEmbedder()
     topic_of = {t["id"]: s["topics"][0] for s in data["sequences"] for t in s["thoughts"]}
     out: list[Example] = []
     for topic in sorted({s["topics"][0] for s in data["sequences"]}):
@@ -238,11 +237,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--ablation", action="store_true", help="also report topic-ablation near misses (held out, never trained on)"
     )
     parser.add_argument("--write", action="store_true")
+    parser.add_argument("--model", type=Path, help="an ONNX embedding model other than the shipped one")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "thoughtline-eval-stores")
     args = parser.parse_args(argv)
+    # Stores hold vectors, so each model gets stores of its own.
+    args.workdir = args.workdir / model_tag(args.model)
     current = json.loads(WEIGHTS.read_text())
     models = ranker.load_models({"seq_weight": current.get("seq_weight", 0.5)})
-    examples = collect(models, args.workdir)
+    embedder = cached_embedder(args.model)
+    examples = collect(models, args.workdir, embedder)
     cv_rank: list[dict[str, float]] = []
     cv_abs: list[tuple[float, float]] = []
     # Doubts of answerable questions from the fold that did not see them: in-sample doubts are
@@ -252,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     keep = np.array([name not in dropped for name in ranker.QUERY_FEATURES])
     all_doubts: list[float] = []
     all_kinds: list[str] = []
-    ablated = collect_ablated(models, args.workdir) if args.ablation else []
+    ablated = collect_ablated(models, args.workdir, embedder) if args.ablation else []
     for train, held in folds([*examples, *ablated]):
         train = [e for e in train if e.kind != "ablated"]
         fold_ranker = fit_pairwise(train, args.l2, args.steps)
