@@ -9,8 +9,14 @@ DEV_STAMP := $(VENV)/.dev-installed-stamp
 # The SAM CLI pins click and pydantic versions the service cannot use: it gets a venv of its own.
 SAM_VENV := $(VENV)/tools/sam
 SAM_STAMP := $(SAM_VENV)/.installed-stamp
+# Fine-tuning the embedder (issue 8) needs torch: a venv of its own, never part of serve or test.
+FT_PYTHON ?= python3.11
+FT_VENV ?= $(VENV)/tools/finetune
+FT_STAMP := $(FT_VENV)/.installed-stamp
+FT_SPLITS ?= bench/data/reasoning/train.json
+FT_OUT ?= build/minilm-finetuned-int8.onnx
 
-.PHONY: serve test lint typecheck browser-check node-check chromium token bench eval eval-threads clean
+.PHONY: serve test lint typecheck browser-check node-check chromium token bench eval eval-threads finetune clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
@@ -32,6 +38,13 @@ $(SAM_STAMP): infra/aws/sam-requirements.txt $(STAMP)
 	$(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/python -m pip install -q -r infra/aws/sam-requirements.txt
 	touch $(SAM_STAMP)
+
+# torch goes in first, alone, so nothing else can pull a different build of it.
+$(FT_STAMP): bench/finetune/requirements.txt
+	$(FT_PYTHON) -m venv $(FT_VENV)
+	$(FT_VENV)/bin/python -m pip install -q "$$(grep '^torch==' bench/finetune/requirements.txt)"
+	$(FT_VENV)/bin/python -m pip install -q -r bench/finetune/requirements.txt
+	touch $(FT_STAMP)
 
 serve: $(STAMP)
 	$(BIN)/thoughtline serve
@@ -71,6 +84,10 @@ eval: $(STAMP)
 eval-threads: $(STAMP)
 	$(BIN)/python -m bench.eval_threads
 	$(BIN)/python -m bench.thread_latency
+
+# Fine-tune MiniLM on the train split and write an int8 ONNX file search loads with --model.
+finetune: $(FT_STAMP)
+	$(FT_VENV)/bin/python -m bench.finetune.finetune_embedder --split $(FT_SPLITS) --out $(FT_OUT) $(FT_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
