@@ -123,6 +123,8 @@ def train(examples: Sequence[Example], args: argparse.Namespace) -> Any:
             optimiser.zero_grad()
             total += float(loss.detach())
             step += 1
+            if step % 20 == 0:
+                print(f"  step {step}/{steps}, {time.monotonic() - started:.0f} s", flush=True)
         print(
             f"epoch {epoch + 1}/{args.epochs}: {len(epoch_batches)} batches, mean loss "
             f"{total / max(1, len(epoch_batches)):.4f}, {time.monotonic() - started:.0f} s",
