@@ -16,12 +16,17 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from thoughtline.library import model_identity
+
 MINILM_DIM = 384
 # all-MiniLM-L6-v2 was trained on 256-token inputs; the vendored tokenizer.json defaults to 128.
 MAX_TOKENS = 256
 # onnxruntime sizes its activations by batch x longest text; small batches keep peak memory
 # flat (one batch of 32 long texts held ~1.5 GB with the arena on, issue 5).
 MAX_BATCH = 16
+# What vectors depend on besides the model and tokenizer files; part of `model_id`, so a change
+# of pooling or window re-embeds every store.
+RECIPE = f"mean-pooled, {MAX_TOKENS} tokens".encode()
 
 Vectors = NDArray[np.float32]
 
@@ -32,6 +37,14 @@ class Embedder(Protocol):
     @property
     def dim(self) -> int:
         """Length of every vector this embedder returns."""
+        ...
+
+    @property
+    def model_id(self) -> str:
+        """A short stable id of the vectors this embedder makes (same id: comparable vectors).
+
+        Computed on first use, never at start or on a write; stores record it (model_identity.py).
+        """
         ...
 
     def embed(self, texts: Sequence[str]) -> Vectors:
@@ -85,11 +98,21 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
+        self._model_id: str | None = None
 
     @property
     def dim(self) -> int:
         """MiniLM-L6 vectors have 384 dimensions."""
         return MINILM_DIM
+
+    @property
+    def model_id(self) -> str:
+        """Short sha256 of the model file, the tokenizer and the pooling recipe; hashed once, on first use."""
+        with self._lock:
+            if self._model_id is None:
+                path = self._model_path or shipped_model_path()
+                self._model_id = model_identity.model_id(path, _tokenizer_path(), RECIPE)
+            return self._model_id
 
     def _load(self) -> tuple[Any, Any]:
         with self._lock:

@@ -1,4 +1,4 @@
-"""Search and vector SQL: the only queries over thoughts_fts, thought_vectors and vector_queue.
+"""Search and vector SQL: the only queries over thoughts_fts, thought_vectors, vector_queue and the embedder id.
 
 Typed functions over an apsw connection, returning plain tuples and dataclasses. Callers own
 transactions: reads run inside the read pool's snapshot, writes inside the store writer's
@@ -279,14 +279,20 @@ def pending_thoughts(conn: apsw.Connection, ids: Sequence[int]) -> list[PendingT
     return [PendingThought(int(r[0]), str(r[1])) for r in rows]
 
 
-def store_vectors(conn: apsw.Connection, rows: Sequence[tuple[int, Sequence[bytes]]]) -> int:
+def store_vectors(conn: apsw.Connection, rows: Sequence[tuple[int, Sequence[bytes]]], *, made_by: str) -> int:
     """Store the vectors of queued thoughts (one per passage, at most VECTOR_SLOTS) and dequeue them.
 
     Returns how many thoughts were stored. A thought deleted (or edited) since it was read is no
     longer queued as it was, so its vectors are dropped here instead of leaving orphans; the
-    caller runs this inside a write transaction.
+    caller runs this inside a write transaction. `made_by` is the id of the model that made them:
+    when the store has since recorded another model (another process adopted it after these
+    vectors were made), nothing is stored, so a store never holds vectors of two models. A store
+    with no recorded id records `made_by` (the library adopts a model before it embeds).
     """
     if not rows:
+        return 0
+    recorded = recorded_embedder(conn)
+    if recorded is not None and recorded != made_by:
         return 0
     ids = [tid for tid, _ in rows]
     queued = {
@@ -316,6 +322,8 @@ def store_vectors(conn: apsw.Connection, rows: Sequence[tuple[int, Sequence[byte
         "UPDATE search_state SET generation = generation + ?, max_vector_id = max(max_vector_id, ?) WHERE id = 1",
         (bump, highest),
     )
+    if recorded is None:
+        _record_embedder(conn, made_by)
     return len(keep)
 
 
@@ -353,8 +361,8 @@ def vectors_with_sequence_after(conn: apsw.Connection, after_key: int) -> list[t
     ]
 
 
-def reset_index(conn: apsw.Connection) -> int:
-    """Rebuild FTS from the thoughts, drop every vector and queue every thought again.
+def reset_index(conn: apsw.Connection, model_id: str) -> int:
+    """Rebuild FTS from the thoughts, drop every vector, queue every thought again, record `model_id`.
 
     Returns the number of thoughts queued. Runs in the caller's write transaction.
     """
@@ -363,8 +371,37 @@ def reset_index(conn: apsw.Connection) -> int:
     conn.execute(
         "INSERT INTO thoughts_fts(rowid, body, context, title) SELECT id, body, context, title FROM thought_search_text"
     )
-    conn.execute("DELETE FROM thought_vectors")
     conn.execute("DELETE FROM vector_queue")
-    conn.execute("INSERT INTO vector_queue(thought_id) SELECT id FROM thoughts")
+    return replace_embedder(conn, model_id)
+
+
+# The id of the model every stored vector was made with (`library/model_identity.py`). Stores
+# written before it was recorded have none; the library decides what that means.
+EMBEDDER_KEY = "embedder_id"
+
+
+def recorded_embedder(conn: apsw.Connection) -> str | None:
+    """The recorded id of the model that made the store's vectors, or None when none is recorded."""
+    rows = conn.execute("SELECT value FROM meta WHERE key = ?", (EMBEDDER_KEY,)).fetchall()
+    return str(rows[0][0]) if rows else None
+
+
+def replace_embedder(conn: apsw.Connection, model_id: str) -> int:
+    """Drop every vector, queue every thought again and record `model_id`; returns how many are queued.
+
+    Runs in the caller's write transaction: the old vectors and the old id go together, so no
+    reader ever sees vectors of one model under the id of another. The keyword index is untouched.
+    """
+    conn.execute("DELETE FROM thought_vectors")
+    conn.execute("INSERT OR IGNORE INTO vector_queue(thought_id) SELECT id FROM thoughts")
+    # Not an append: an in-memory index sees the new generation and reloads (empty at first).
     conn.execute("UPDATE search_state SET generation = generation + 1, max_vector_id = 0 WHERE id = 1")
+    _record_embedder(conn, model_id)
     return pending_count(conn)
+
+
+def _record_embedder(conn: apsw.Connection, model_id: str) -> None:
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (EMBEDDER_KEY, model_id),
+    )
