@@ -23,6 +23,7 @@ import numpy as np
 from thoughtline.library import vectors
 from thoughtline.library.embed import MiniLMEmbedder
 from thoughtline.library.search import PASSAGE_MIN_CHARS, chunk_texts
+from thoughtline.storage import embedder_ids
 from thoughtline.storage import search as search_store
 from thoughtline.storage.db import connect, write_transaction
 from thoughtline.storage.migrations import VECTOR_SLOTS, migrate
@@ -88,7 +89,7 @@ def main() -> None:
         t1 = time.perf_counter()
         embedded = vectors.backfill(conn, embedder)
         t2 = time.perf_counter()
-        assert search_store.recorded_embedder(conn) == embedder.model_id
+        assert embedder_ids.recorded_embedder(conn) == embedder.model_id
         assert search_store.vector_count(conn) == stored
         conn.close()
     per_k = 1_000 / args.thoughts

@@ -15,7 +15,7 @@ from tests.support import TOKEN, mcp_client, serve_in_thread, start_child, stop_
 from thoughtline.config import Settings
 from thoughtline.identity import OWNER_KEY
 from thoughtline.library.embed import MiniLMEmbedder
-from thoughtline.storage import search as search_store
+from thoughtline.storage import embedder_ids
 from thoughtline.storage.db import connect
 from thoughtline.storage.router import store_path
 from thoughtline.web.app import create_app
@@ -184,7 +184,7 @@ def test_reindex_embeds_every_thought_of_every_store(tmp_path: Path) -> None:
     assert "1 store(s) reindexed" in result.stdout
     assert "embedding" in result.stderr  # the progress bar
     conn = connect(store_path(data, OWNER_KEY), "wal", readonly=True)
-    assert search_store.recorded_embedder(conn) == model
+    assert embedder_ids.recorded_embedder(conn) == model
     assert conn.execute("SELECT count(*) FROM vector_queue").fetchall()[0][0] == 0
     assert int(conn.execute("SELECT count(*) FROM thought_vectors").fetchall()[0][0] or 0) >= 2
     assert cli("reindex", "--user", "github:1", env=env).returncode == 1

@@ -1,36 +1,39 @@
 """A store's vectors come from one model: another model's are replaced whole, never compared.
 
-"Another model" is the real MiniLM with its 384 dimensions reversed, under its own id: its
-vectors are unit length and self-consistent, but a cosine between one of them and a real MiniLM
-query means nothing, exactly as between two different models. The model that takes over is the
-real MiniLM behind a recorder, so the tests see which thought bodies were embedded again.
+The embedders are in `tests/embedder_support.py`: the real MiniLM with its dimensions reversed
+stands for another model, the real MiniLM behind a recorder for the one that takes over.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import os
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import apsw
-import numpy as np
 import pytest
 
-from tests.golden.harness import LibraryHarness, library_harness
+from tests.embedder_support import (
+    NOTE,
+    Recorder,
+    embed_all,
+    expected_vectors,
+    finds,
+    other_model,
+    same_vectors,
+    stored,
+    write_notes,
+)
+from tests.golden.harness import library_harness
 from tests.support import TOKEN, mcp_client, serve_in_thread, text
 from thoughtline.config import Settings
 from thoughtline.identity import OWNER_KEY
 from thoughtline.library import model_identity, vectors
 from thoughtline.library.embed import MiniLMEmbedder, Vectors, shipped_model_path
 from thoughtline.library.model_identity import LEGACY_MODEL_ID
-from thoughtline.library.search import PASSAGE_MIN_CHARS, chunk_texts
+from thoughtline.storage import embedder_ids
 from thoughtline.storage import search as search_store
 from thoughtline.storage.db import connect
-from thoughtline.storage.migrations import VECTOR_SLOTS
 from thoughtline.storage.router import store_path
 from thoughtline.web.app import create_app
 
@@ -48,80 +51,6 @@ LEASE = [
     "Lease renewal: the landlord proposes 6% more from March. Comparable flats list 2-3% higher.",
     "Counter-offer at 3% with a two-year term, sent by email on Friday",
 ]
-NOTE = "Note "
-
-
-class Recorder:
-    """Wraps an embedder under a chosen id; records every text it embeds; can reverse dimensions."""
-
-    def __init__(self, inner: MiniLMEmbedder, model_id: str | None = None, *, reversed_dims: bool = False) -> None:
-        self._inner = inner
-        self._id = model_id
-        self._reversed = reversed_dims
-        self.texts: list[str] = []
-
-    @property
-    def dim(self) -> int:
-        """The wrapped embedder's dimension."""
-        return self._inner.dim
-
-    @property
-    def model_id(self) -> str:
-        """The chosen id, or the wrapped embedder's own."""
-        return self._id or self._inner.model_id
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """Embed for real (reversed when asked) and record the texts."""
-        self.texts.extend(texts)
-        out = self._inner.embed(texts)
-        return np.ascontiguousarray(out[:, ::-1]) if self._reversed else out
-
-
-def other_model(embedder: MiniLMEmbedder) -> Recorder:
-    return Recorder(embedder, "reversed-minilm", reversed_dims=True)
-
-
-def note(i: int) -> str:
-    return f"{NOTE}{i}: the ingest worker number {i} reported codeword{i} before it stopped."
-
-
-def stored(conn: apsw.Connection) -> dict[int, bytes]:
-    return dict(search_store.vectors_after(conn, -1))
-
-
-def expected_vectors(conn: apsw.Connection, embedder: MiniLMEmbedder) -> dict[int, bytes]:
-    """What the real MiniLM makes of every thought under the current passage rule."""
-    out: dict[int, bytes] = {}
-    for tid, body in conn.execute("SELECT id, body FROM thoughts"):
-        passages = chunk_texts(str(body), VECTOR_SLOTS, PASSAGE_MIN_CHARS)
-        for slot, row in enumerate(embedder.embed(passages)):
-            out[int(tid) * VECTOR_SLOTS + slot] = row.tobytes()
-    return out
-
-
-def same_vectors(got: dict[int, bytes], want: dict[int, bytes]) -> bool:
-    if got.keys() != want.keys():
-        return False
-    return all(
-        np.allclose(np.frombuffer(got[k], np.float32), np.frombuffer(want[k], np.float32), atol=1e-5) for k in want
-    )
-
-
-async def write_notes(h: LibraryHarness, count: int) -> None:
-    for i in range(count):
-        await h.write_sequence([note(i)])
-
-
-async def embed_all(h: LibraryHarness) -> None:
-    opened = await h.router.get(OWNER_KEY)
-    while await h.library.backfill(opened, limit=64):
-        pass
-
-
-def finds(out: dict[str, object], i: int) -> bool:
-    results = out["results"]
-    assert isinstance(results, list)
-    return any(str(r["snippet"]).startswith(f"{NOTE}{i}:") for r in results)
 
 
 async def test_a_store_served_by_another_model_is_re_embedded_whole_and_searches_right(
@@ -150,7 +79,7 @@ async def test_a_store_served_by_another_model_is_re_embedded_whole_and_searches
             first = await client.call_tool("search_thoughts", {"query": "radiators"})  # embeds them all
             assert not first.is_error, text(first)
     conn = connect(path, "wal", readonly=True)
-    assert search_store.recorded_embedder(conn) == "reversed-minilm"
+    assert embedder_ids.recorded_embedder(conn) == "reversed-minilm"
     assert search_store.pending_count(conn) == 0
     old = stored(conn)
     assert old
@@ -170,7 +99,7 @@ async def test_a_store_served_by_another_model_is_re_embedded_whole_and_searches
             assert "unindexedThoughts" not in out
     assert set(BOILER + LEASE) <= set(after.texts)  # every thought embedded again
     conn = connect(path, "wal", readonly=True)
-    assert search_store.recorded_embedder(conn) == embedder.model_id
+    assert embedder_ids.recorded_embedder(conn) == embedder.model_id
     assert search_store.pending_count(conn) == 0
     # Exactly the new model's vectors, under the same keys: none of the old model's is left.
     assert same_vectors(stored(conn), expected_vectors(conn, embedder))
@@ -200,7 +129,7 @@ async def test_while_a_store_is_re_embedded_searches_answer_by_keyword_and_say_w
         assert "unindexedThoughts" not in out
         assert finds(out, 3)
     conn = connect(store_path(data, OWNER_KEY), "wal", readonly=True)
-    assert search_store.recorded_embedder(conn) == embedder.model_id
+    assert embedder_ids.recorded_embedder(conn) == embedder.model_id
     assert same_vectors(stored(conn), expected_vectors(conn, embedder))
     conn.close()
 
@@ -215,7 +144,7 @@ async def test_a_store_served_by_the_model_that_embedded_it_requeues_nothing(
     conn = connect(store_path(data, OWNER_KEY), "wal")
     before = stored(conn)
     generation = search_store.vector_state(conn)
-    assert search_store.recorded_embedder(conn) == embedder.model_id
+    assert embedder_ids.recorded_embedder(conn) == embedder.model_id
     assert vectors.adopt_model(conn, embedder) is None
     assert vectors.backfill(conn, embedder) == 0
     assert search_store.vector_state(conn) == generation
@@ -238,7 +167,7 @@ async def legacy_store(data: Path, embedder: MiniLMEmbedder) -> apsw.Connection:
     conn = connect(store_path(data, OWNER_KEY), "wal")
     with conn:
         conn.execute("DELETE FROM meta WHERE key = 'embedder_id'")
-    assert search_store.recorded_embedder(conn) is None
+    assert embedder_ids.recorded_embedder(conn) is None
     return conn
 
 
@@ -255,7 +184,7 @@ async def test_a_store_without_a_recorded_model_is_taken_to_hold_the_legacy_mode
     assert vectors.adopt_model(conn, Recorder(embedder, "fine-tuned")) == 5
     assert search_store.vector_count(conn) == 0
     assert search_store.pending_count(conn) == 5
-    assert search_store.recorded_embedder(conn) == "fine-tuned"
+    assert embedder_ids.recorded_embedder(conn) == "fine-tuned"
     conn.close()
 
 
@@ -291,7 +220,7 @@ async def test_a_fault_while_re_queueing_leaves_the_old_vectors_and_the_search_s
         vectors.adopt_model(conn, embedder)
     assert (stored(conn), search_store.vector_state(conn)) == (before, generation)
     assert search_store.pending_count(conn) == 0
-    assert search_store.recorded_embedder(conn) == "reversed-minilm"
+    assert embedder_ids.recorded_embedder(conn) == "reversed-minilm"
 
     clock = [1000.0]
     after = Recorder(embedder)
@@ -300,7 +229,7 @@ async def test_a_fault_while_re_queueing_leaves_the_old_vectors_and_the_search_s
         assert finds(out, 2)
         # By keyword alone: no cosine with the other model's vectors was computed.
         assert all(r["similarity"] is None for r in out["results"])
-        assert (stored(conn), search_store.recorded_embedder(conn)) == (before, "reversed-minilm")
+        assert (stored(conn), embedder_ids.recorded_embedder(conn)) == (before, "reversed-minilm")
         assert search_store.pending_count(conn) == 0
         assert not [t for t in after.texts if t.startswith(NOTE)]
         conn.execute("DROP TRIGGER inject_fault")
@@ -308,7 +237,7 @@ async def test_a_fault_while_re_queueing_leaves_the_old_vectors_and_the_search_s
         out = await h.ok("search_thoughts", {"query": "which worker reported codeword2?"})
         assert finds(out, 2)
         assert "unindexedThoughts" not in out
-    assert search_store.recorded_embedder(conn) == embedder.model_id
+    assert embedder_ids.recorded_embedder(conn) == embedder.model_id
     assert same_vectors(stored(conn), expected_vectors(conn, embedder))
     conn.close()
 
@@ -347,35 +276,4 @@ async def test_vectors_made_by_a_model_the_store_no_longer_records_are_not_store
     assert search_store.pending_count(conn) == 2
     with conn:
         assert search_store.store_vectors(conn, rows, made_by="the-newer-model") == 2
-    conn.close()
-
-
-def reindex_cli(data: Path) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("THOUGHTLINE_", "MCP_API_TOKEN"))}
-    return subprocess.run(
-        [sys.executable, "-m", "thoughtline", "reindex"],
-        capture_output=True,
-        text=True,
-        env={**clean, "THOUGHTLINE_DATA_DIR": str(data)},
-        timeout=120,
-        check=False,
-    )
-
-
-async def test_reindex_says_which_model_it_embedded_with_and_whose_vectors_it_replaced(
-    tmp_path: Path, embedder: MiniLMEmbedder
-) -> None:
-    data = tmp_path / "data"
-    async with library_harness(data, other_model(embedder), background=False) as h:
-        await write_notes(h, 3)
-        await embed_all(h)
-    result = await asyncio.to_thread(reindex_cli, data)
-    assert result.returncode == 0, result.stderr
-    assert (
-        f"keyword index rebuilt, 3 thoughts embedded with model {embedder.model_id}, "
-        "replacing vectors of model reversed-minilm"
-    ) in result.stdout
-    conn = connect(store_path(data, OWNER_KEY), "wal", readonly=True)
-    assert search_store.recorded_embedder(conn) == embedder.model_id
-    assert same_vectors(stored(conn), expected_vectors(conn, embedder))
     conn.close()

@@ -3,7 +3,7 @@
 Vectors from two models must never be compared: a cosine between a query embedded by one model and
 a thought embedded by another means nothing. So every embedder names the vectors it makes
 (`Embedder.model_id`), each store records the id its vectors were made with (store meta, see
-`storage/search.py`), and the embedding path re-embeds a store whose id differs (`vectors.py`,
+`storage/embedder_ids.py`), and the embedding path re-embeds a store whose id differs (`vectors.py`,
 `after_commit.py`). Hashing only: importing this module loads neither numpy nor the model.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from thoughtline.storage import search as search_store
+from thoughtline.storage import embedder_ids
 
 if TYPE_CHECKING:
     from thoughtline.storage.router import UserStore
@@ -52,7 +52,7 @@ def model_id(model: Path, tokenizer: Path, recipe: bytes) -> str:
 
 def store_model(conn: apsw.Connection) -> str:
     """The id of the model the store's vectors were made with (legacy when none is recorded)."""
-    return search_store.recorded_embedder(conn) or LEGACY_MODEL_ID
+    return embedder_ids.recorded_embedder(conn) or LEGACY_MODEL_ID
 
 
 def adopt(conn: apsw.Connection, current: str) -> int | None:
@@ -64,7 +64,7 @@ def adopt(conn: apsw.Connection, current: str) -> int | None:
     """
     if store_model(conn) == current:
         return None
-    return search_store.replace_embedder(conn, current)
+    return embedder_ids.replace_embedder(conn, current)
 
 
 async def ensure(opened: UserStore, current: str) -> int | None:

@@ -1,4 +1,4 @@
-"""Search and vector SQL: the only queries over thoughts_fts, thought_vectors, vector_queue and the embedder id.
+"""Search and vector SQL: the only queries over thoughts_fts, thought_vectors and vector_queue.
 
 Typed functions over an apsw connection, returning plain tuples and dataclasses. Callers own
 transactions: reads run inside the read pool's snapshot, writes inside the store writer's
@@ -15,6 +15,7 @@ from typing import Any
 import apsw
 
 from thoughtline.domain.thread_names import name_key
+from thoughtline.storage import embedder_ids
 from thoughtline.storage.migrations import VECTOR_SLOTS
 
 STATUSES = ("active", "paused", "completed", "abandoned")
@@ -291,7 +292,7 @@ def store_vectors(conn: apsw.Connection, rows: Sequence[tuple[int, Sequence[byte
     """
     if not rows:
         return 0
-    recorded = recorded_embedder(conn)
+    recorded = embedder_ids.recorded_embedder(conn)
     if recorded is not None and recorded != made_by:
         return 0
     ids = [tid for tid, _ in rows]
@@ -323,7 +324,7 @@ def store_vectors(conn: apsw.Connection, rows: Sequence[tuple[int, Sequence[byte
         (bump, highest),
     )
     if recorded is None:
-        _record_embedder(conn, made_by)
+        embedder_ids.record_embedder(conn, made_by)
     return len(keep)
 
 
@@ -372,36 +373,4 @@ def reset_index(conn: apsw.Connection, model_id: str) -> int:
         "INSERT INTO thoughts_fts(rowid, body, context, title) SELECT id, body, context, title FROM thought_search_text"
     )
     conn.execute("DELETE FROM vector_queue")
-    return replace_embedder(conn, model_id)
-
-
-# The id of the model every stored vector was made with (`library/model_identity.py`). Stores
-# written before it was recorded have none; the library decides what that means.
-EMBEDDER_KEY = "embedder_id"
-
-
-def recorded_embedder(conn: apsw.Connection) -> str | None:
-    """The recorded id of the model that made the store's vectors, or None when none is recorded."""
-    rows = conn.execute("SELECT value FROM meta WHERE key = ?", (EMBEDDER_KEY,)).fetchall()
-    return str(rows[0][0]) if rows else None
-
-
-def replace_embedder(conn: apsw.Connection, model_id: str) -> int:
-    """Drop every vector, queue every thought again and record `model_id`; returns how many are queued.
-
-    Runs in the caller's write transaction: the old vectors and the old id go together, so no
-    reader ever sees vectors of one model under the id of another. The keyword index is untouched.
-    """
-    conn.execute("DELETE FROM thought_vectors")
-    conn.execute("INSERT OR IGNORE INTO vector_queue(thought_id) SELECT id FROM thoughts")
-    # Not an append: an in-memory index sees the new generation and reloads (empty at first).
-    conn.execute("UPDATE search_state SET generation = generation + 1, max_vector_id = 0 WHERE id = 1")
-    _record_embedder(conn, model_id)
-    return pending_count(conn)
-
-
-def _record_embedder(conn: apsw.Connection, model_id: str) -> None:
-    conn.execute(
-        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        (EMBEDDER_KEY, model_id),
-    )
+    return embedder_ids.replace_embedder(conn, model_id)
