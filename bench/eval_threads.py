@@ -131,9 +131,31 @@ async def _proposed(h: Harness, names: Mapping[str, str], ids: Mapping[str, str]
             return out
 
 
+def writable(calls: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls in file order, except that a branch waits until the thought it forks from is written.
+
+    The write path refuses a fork from a thought not yet on the main path; one train sequence
+    (c-tls-expiry-4) lists its branch before that thought.
+    """
+    out: list[dict[str, Any]] = []
+    waiting: list[dict[str, Any]] = []
+    written: set[int] = set()
+    for call in calls:
+        if "branchId" in call and call.get("branchFromThought") not in written:
+            waiting.append(call)
+            continue
+        out.append(call)
+        if "branchId" not in call:
+            written.add(call["thoughtNumber"])
+            ready = [w for w in waiting if w.get("branchFromThought") in written]
+            out += ready
+            waiting = [w for w in waiting if w not in ready]
+    return out + waiting
+
+
 async def _write(h: Harness, seq: Mapping[str, Any], threads: list[str] | None = None) -> str:
     public: str | None = None
-    for i, call in enumerate(sequence_calls(seq)):
+    for i, call in enumerate(writable(sequence_calls(seq))):
         if public is not None:
             call["sequenceId"] = public
         if i == 0 and threads:

@@ -16,7 +16,7 @@ import argparse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bench.embed_cache import cached_embedder, model_tag
 from thoughtline.library.embed import Embedder
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
 # Fine-tuned models move cosine levels, so the grid is wider than the shipped model needs.
 THRESHOLDS = [round(0.20 + 0.01 * i, 2) for i in range(61)]
-MARGINS = [0.0, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08]
-BLENDS = [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, float("inf")]
+MARGINS = [0.0, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.10, 0.12, 0.14, 0.16]
+BLENDS = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 8.0, 16.0, float("inf")]
 MIN_PRECISION = 0.9
 
 # One matching of one sequence: its id, cosine per thread (index into sorted topics), the threads
@@ -85,6 +85,15 @@ def _member_of(members: Mapping[str, set[str]], seq_id: str) -> frozenset[str]:
     return frozenset(t for t, m in members.items() if seq_id in m)
 
 
+def completes(seq: Mapping[str, Any]) -> bool:
+    """Whether writing the sequence completes it, as the write path decides (not the `status` label).
+
+    A thought with `nextThoughtNeeded: false` completes its sequence; 72 train sequences labelled
+    active or abandoned end that way, and the real flow matches them.
+    """
+    return any(t["nextThoughtNeeded"] is False for t in seq["thoughts"])
+
+
 def matches_a(
     data: LabelledSet, desc: Mapping[str, Vector | None], seqv: Mapping[str, Vector], k: float
 ) -> list[Match]:
@@ -96,7 +105,7 @@ def matches_a(
     for seq in data.sequences:
         if seq["id"] in seed_of:
             members[seed_of[seq["id"]]].add(seq["id"])
-        if seq["status"] != "completed" or seq["id"] not in seqv:
+        if not completes(seq) or seq["id"] not in seqv:
             continue
         sims = _sims(_threads(data, desc, seqv, members, k), order, seqv[seq["id"]])
         out.append((seq["id"], sims, _member_of(members, seq["id"])))
