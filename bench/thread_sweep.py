@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 # Fine-tuned models move cosine levels, so the grid is wider than the shipped model needs.
 THRESHOLDS = [round(0.20 + 0.01 * i, 2) for i in range(61)]
 MARGINS = [0.0, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.10, 0.12, 0.14, 0.16]
-BLENDS = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 8.0, 16.0, float("inf")]
+BLENDS = [0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 8.0, 16.0, float("inf")]
 MIN_PRECISION = 0.9
 
 # One matching of one sequence: its id, cosine per thread (index into sorted topics), the threads

@@ -2,8 +2,8 @@
 
 Pure functions over numpy vectors (SPEC §5.3 "3. Proposals"); the store work around them is in
 `library/matching.py` and its SQL in `storage/proposals.py`. The numbers in `Tuning` were
-calibrated on the dev split of `bench/data/reasoning/` (`python -m bench.eval_threads --sweep`)
-and are explained in docs/threads.md, "Proposals".
+calibrated on the train and dev splits of `bench/data/reasoning/` for the shipped model
+(`python -m bench.thread_sweep --splits train,dev`) and are explained in docs/threads.md, "Proposals".
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ class Tuning:
     members weighs their centroid n / (n + blend_k) against its description's embedding.
     """
 
-    threshold: float = 0.44
-    margin: float = 0.02
-    blend_k: float = 8.0
+    threshold: float = 0.54
+    margin: float = 0.08
+    blend_k: float = 1.0
 
 
 TUNING = Tuning()
