@@ -2,8 +2,9 @@
 
 Pure functions over numpy vectors (SPEC §5.3 "3. Proposals"); the store work around them is in
 `library/matching.py` and its SQL in `storage/proposals.py`. The numbers in `Tuning` were
-calibrated on the train and dev splits of `bench/data/reasoning/` for the shipped model
-(`python -m bench.thread_sweep --splits train,dev`) and are explained in docs/threads.md, "Proposals".
+calibrated on the train and dev splits of `bench/data/reasoning/` for the fine-tuned MiniLM
+(candidate.onnx, sha256 4defdc83964c…; `python -m bench.thread_sweep --splits train,dev --model PATH`) and are
+explained in docs/threads.md, "Proposals".
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ class Tuning:
     members weighs their centroid n / (n + blend_k) against its description's embedding.
     """
 
-    threshold: float = 0.54
+    threshold: float = 0.63
     margin: float = 0.08
-    blend_k: float = 1.0
+    blend_k: float = 0.25
 
 
 TUNING = Tuning()
