@@ -3,7 +3,7 @@
 Pure functions over numpy vectors (SPEC §5.3 "3. Proposals"); the store work around them is in
 `library/matching.py` and its SQL in `storage/proposals.py`. The numbers in `Tuning` were
 calibrated on the train and dev splits of `bench/data/reasoning/` for the fine-tuned MiniLM
-(candidate.onnx, sha256 4defdc83964c…; `python -m bench.thread_sweep --splits train,dev --model PATH`) and are
+(candidate.onnx, sha256 db9135cbae16…; `python -m bench.thread_sweep --splits train,dev --model PATH`) and are
 explained in docs/threads.md, "Proposals".
 """
 
@@ -27,9 +27,9 @@ class Tuning:
     members weighs their centroid n / (n + blend_k) against its description's embedding.
     """
 
-    threshold: float = 0.63
-    margin: float = 0.08
-    blend_k: float = 0.25
+    threshold: float = 0.61
+    margin: float = 0.10
+    blend_k: float = 0.0
 
 
 TUNING = Tuning()
