@@ -1,6 +1,6 @@
-"""Thread proposal evaluation: precision, recall and traps proposed, in two flows, on dev and test.
+"""Thread proposal evaluation: precision, recall and traps proposed, in two flows, per split.
 
-The labelled set is `bench/data/reasoning/{dev,test}.json` (its README describes it): topics with
+The labelled set is `bench/data/reasoning/{train,dev,test}.json` (its README describes it): topics with
 a `thread` are threads and their sequences are true members; `nearMissOf` marks traps. Every
 sequence is written through the real tools (`sequentialthinking`, `configure_thread`,
 `review_proposals`) into a real store; only the HTTP transport is skipped.
@@ -13,10 +13,12 @@ sequence is written through the real tools (`sequentialthinking`, `configure_thr
 
 A pair counts as positive when the sequence belongs to the thread and is not already a member.
 A trap proposed is a proposal of a sequence whose topic is a near miss of the thread's topic.
-`--sweep` (dev only) replays both flows in memory from the stored vectors over a grid of
-threshold / margin / blend, which is how `library.proposals.TUNING` was chosen.
+`--sweep` (train and dev only, pooled; `bench/thread_sweep.py`) replays both flows in memory
+over a grid of threshold / margin / blend, which is how `library.proposals.TUNING` was chosen.
+`--model PATH` runs another ONNX embedder (same inputs and outputs as the shipped MiniLM), with
+its own embedding cache (`bench.embed_cache.model_tag`) and fresh stores.
 
-    python -m bench.eval_threads [--splits dev,test] [--sweep]
+    python -m bench.eval_threads [--splits dev,test] [--sweep] [--model PATH]
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.embed_cache import cached_embedder, model_tag
 from bench.thread_harness import Harness, harness, sequence_calls
-from thoughtline.library.embed import Embedder, MiniLMEmbedder
+from thoughtline.library.embed import Embedder
 from thoughtline.library.proposals import TUNING
 
 DATA = Path(__file__).resolve().parent / "data" / "reasoning"
@@ -128,9 +131,31 @@ async def _proposed(h: Harness, names: Mapping[str, str], ids: Mapping[str, str]
             return out
 
 
+def writable(calls: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls in file order, except that a branch waits until the thought it forks from is written.
+
+    The write path refuses a fork from a thought not yet on the main path; one train sequence
+    (c-tls-expiry-4) lists its branch before that thought.
+    """
+    out: list[dict[str, Any]] = []
+    waiting: list[dict[str, Any]] = []
+    written: set[int] = set()
+    for call in calls:
+        if "branchId" in call and call.get("branchFromThought") not in written:
+            waiting.append(call)
+            continue
+        out.append(call)
+        if "branchId" not in call:
+            written.add(call["thoughtNumber"])
+            ready = [w for w in waiting if w.get("branchFromThought") in written]
+            out += ready
+            waiting = [w for w in waiting if w not in ready]
+    return out + waiting
+
+
 async def _write(h: Harness, seq: Mapping[str, Any], threads: list[str] | None = None) -> str:
     public: str | None = None
-    for i, call in enumerate(sequence_calls(seq)):
+    for i, call in enumerate(writable(sequence_calls(seq))):
         if public is not None:
             call["sequenceId"] = public
         if i == 0 and threads:
@@ -175,31 +200,35 @@ def _desc(thread: Mapping[str, str]) -> dict[str, str]:
     return {"description": thread["description"]} if thread.get("description") else {}
 
 
-async def evaluate(splits: Sequence[str], sweep: bool) -> None:
-    """Run both flows on each split and print the scores (and the dev sweep when asked)."""
-    embedder = MiniLMEmbedder()
-    print(f"tuning: threshold {TUNING.threshold} margin {TUNING.margin} blend_k {TUNING.blend_k}")
-    with tempfile.TemporaryDirectory(prefix="eval-threads-") as tmp:
+async def evaluate(splits: Sequence[str], sweep: bool, model: Path | None = None) -> None:
+    """Run both flows on each split and print the scores (and the train/dev sweep when asked)."""
+    embedder = cached_embedder(model)
+    tag = model_tag(model)
+    print(f"model {tag}; tuning: threshold {TUNING.threshold} margin {TUNING.margin} blend_k {TUNING.blend_k}")
+    # A fresh directory per run: stores made with one model never meet another model's vectors.
+    with tempfile.TemporaryDirectory(prefix=f"eval-threads-{tag}-") as tmp:
         for split in splits:
             data = load(split)
             a = await flow_a(data, embedder, Path(tmp))
             print(a.line(f"{split} flow A (threads first, matched on completion)"))
             b = await flow_b(data, embedder, Path(tmp))
             print(b.line(f"{split} flow B (sequences first, backfill, 2 pinned seeds)"))
-            if sweep and split == "dev":
-                from bench.thread_sweep import run_sweep
+    tuned = [s for s in splits if s != "test"]
+    if sweep and tuned:
+        from bench.thread_sweep import run_sweep
 
-                run_sweep(data, embedder, TUNING)
+        run_sweep([load(s) for s in tuned], embedder, TUNING)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--splits", default="dev,test")
-    parser.add_argument("--sweep", action="store_true", help="grid over the tuning on dev (never on test)")
+    parser.add_argument("--splits", default="dev,test", help="comma-separated: train, dev, test")
+    parser.add_argument("--sweep", action="store_true", help="grid over the tuning on train/dev (never on test)")
+    parser.add_argument("--model", type=Path, help="an ONNX embedding model other than the shipped one")
     args = parser.parse_args(argv)
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]
-    asyncio.run(evaluate(splits, args.sweep))
+    asyncio.run(evaluate(splits, args.sweep, args.model))
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 Pure functions over numpy vectors (SPEC §5.3 "3. Proposals"); the store work around them is in
 `library/matching.py` and its SQL in `storage/proposals.py`. The numbers in `Tuning` were
-calibrated on the dev split of `bench/data/reasoning/` (`python -m bench.eval_threads --sweep`)
-and are explained in docs/threads.md, "Proposals".
+calibrated on the train and dev splits of `bench/data/reasoning/` for the fine-tuned MiniLM
+(candidate.onnx, sha256 db9135cbae16…; `python -m bench.thread_sweep --splits train,dev --model PATH`) and are
+explained in docs/threads.md, "Proposals".
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ class Tuning:
     members weighs their centroid n / (n + blend_k) against its description's embedding.
     """
 
-    threshold: float = 0.44
-    margin: float = 0.02
-    blend_k: float = 8.0
+    threshold: float = 0.61
+    margin: float = 0.10
+    blend_k: float = 0.0
 
 
 TUNING = Tuning()
