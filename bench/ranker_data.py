@@ -40,6 +40,8 @@ class Example:
     y: NDArray[np.bool_]
     q: F
     answerable: bool
+    # The writer's part of a train question ("a".."j"), which cross-validation holds out whole.
+    part: str = ""
 
     def with_query(self, q: F) -> Example:
         """The same example with other query features."""
@@ -50,10 +52,49 @@ def _topics(data: dict[str, Any]) -> dict[str, str]:
     return {t["id"]: s["topics"][0] for s in data["sequences"] for t in s["thoughts"]}
 
 
-def collect(spec: str, models: ranker.Models, workdir: Path, embedder: Embedder) -> list[Example]:
+def _part(name: str) -> str:
+    """The writer's part a topic or question id belongs to ("a-kafka-lag", "train-a-q001" -> "a")."""
+    pieces = name.split("-")
+    if len(pieces) > 1 and len(pieces[0]) == 1:
+        return pieces[0]
+    if len(pieces) > 2 and pieces[0] == "train" and len(pieces[1]) == 1:
+        return pieces[1]
+    return ""
+
+
+def shards(data: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """The split cut into `n` stores by writer part (each part holds its own traps and never-stored questions).
+
+    The train split is about twice dev's size; cut in two, each store is near the ~500 thoughts
+    dev and test have and the abstention model is calibrated for.
+    """
+    parts = sorted({_part(t["id"]) for t in data["topics"]})
+    if n <= 1 or len(parts) < n:
+        return [data]
+    shard_of = {p: i % n for i, p in enumerate(parts)}
+    out = []
+    for i in range(n):
+        topics = {t["id"] for t in data["topics"] if shard_of[_part(t["id"])] == i}
+        sequences = [s for s in data["sequences"] if s["topics"][0] in topics]
+        questions = [q for q in data["questions"] if shard_of.get(_part(q["id"]), -1) == i]
+        name = f"{data.get('split', 'split')}-shard{i + 1}of{n}"
+        out.append({**data, "split": name, "topics": [t for t in data["topics"] if t["id"] in topics],
+                    "sequences": sequences, "questions": questions})  # fmt: skip
+    return out
+
+
+def collect(spec: str, models: ranker.Models, workdir: Path, embedder: Embedder, n_shards: int = 1) -> list[Example]:
     """Pools of every question of one split; a never-stored question is a topic of its own."""
-    data = load_split(spec)
-    split = str(data.get("split", spec))
+    whole = load_split(spec)
+    split = str(whole.get("split", spec))
+    if split == "dev" or n_shards <= 1:
+        return _collect(whole, split, models, workdir, embedder)
+    return [e for part in shards(whole, n_shards) for e in _collect(part, split, models, workdir, embedder)]
+
+
+def _collect(
+    data: dict[str, Any], split: str, models: ranker.Models, workdir: Path, embedder: Embedder
+) -> list[Example]:
     built = build(data, workdir, embedder)
     topic_of = _topics(data)
     by_qid = {q["id"]: q for q in data["questions"]}
@@ -66,25 +107,34 @@ def collect(spec: str, models: ranker.Models, workdir: Path, embedder: Embedder)
             y = np.array([tid in q.answers for tid in pool.ids], dtype=np.bool_)
             raw = by_qid[q.qid]
             topic = topic_of[raw["answers"][0]] if raw["answers"] else f"absent:{q.qid}"
-            out.append(
-                Example(
-                    q.qid, q.kind, split, f"{split}:{topic}", pool.features, y, pool.query_features, bool(q.answers)
-                )
+            part = _part(topic) if raw["answers"] else _part(q.qid)
+            ex = Example(
+                q.qid, q.kind, split, f"{split}:{topic}", pool.features, y, pool.query_features, bool(q.answers)
             )
+            out.append(replace(ex, part=part))
     finally:
         conn.close()
     return out
 
 
-def collect_ablated(spec: str, models: ranker.Models, workdir: Path, embedder: Embedder) -> list[Example]:
+def collect_ablated(
+    spec: str, models: ranker.Models, workdir: Path, embedder: Embedder, n_shards: int = 1
+) -> list[Example]:
     """Topic ablation: each topic's answerable questions, asked of the split without that topic.
 
     One in-domain never-stored question per answerable one, about a topic that is now absent
     while its neighbours (the near-miss distractors that share its words) stay. Each is grouped
     under its own topic, so cross-validation holds it out with the topic.
     """
-    data = load_split(spec)
-    split = str(data.get("split", spec))
+    whole = load_split(spec)
+    split = str(whole.get("split", spec))
+    pieces = [whole] if split == "dev" else shards(whole, n_shards)
+    return [e for data in pieces for e in _ablated(data, split, models, workdir, embedder)]
+
+
+def _ablated(
+    data: dict[str, Any], split: str, models: ranker.Models, workdir: Path, embedder: Embedder
+) -> list[Example]:
     topic_of = _topics(data)
     out: list[Example] = []
     for topic in sorted({s["topics"][0] for s in data["sequences"]}):
@@ -97,7 +147,7 @@ def collect_ablated(spec: str, models: ranker.Models, workdir: Path, embedder: E
         ]
         if not asked:
             continue
-        part = {**data, "split": f"{split}-without-{topic}", "sequences": kept, "questions": []}
+        part = {**data, "split": f"{data.get('split', split)}-without-{topic}", "sequences": kept, "questions": []}
         built = build(part, workdir, embedder)
         conn = connect(built.path, "wal", readonly=True)
         index = DenseIndex()
@@ -107,7 +157,7 @@ def collect_ablated(spec: str, models: ranker.Models, workdir: Path, embedder: E
                 none = np.zeros(len(pool.ids), dtype=np.bool_)
                 qid = f"{q['id']}-ablated"
                 ex = Example(qid, "ablated", split, f"{split}:{topic}", pool.features, none, pool.query_features, False)
-                out.append(ex)
+                out.append(replace(ex, part=_part(topic)))
         finally:
             conn.close()
     return out

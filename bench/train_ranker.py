@@ -17,7 +17,7 @@ import argparse
 import json
 import tempfile
 from collections.abc import Sequence
-from functools import partial
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -57,13 +57,16 @@ def fit_pairwise(examples: Sequence[Example], l2: float, steps: int = 400) -> ra
     return ranker.Linear(mean, scale, w, 0.0)
 
 
+POS_WEIGHT = 1.0
+
+
 def fit_logistic(x: F, y: NDArray[np.bool_], l2: float, steps: int = 2000) -> ranker.Linear:
     """Pointwise logistic regression (class-balanced), standardised features."""
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale < 1e-9] = 1.0
     z = (x - mean) / scale
     t = y.astype(np.float64)
-    weight = np.where(y, 0.5 / max(y.sum(), 1), 0.5 / max((~y).sum(), 1))
+    weight = np.where(y, 0.5 / max(y.sum(), 1), POS_WEIGHT * 0.5 / max((~y).sum(), 1))
     w, b = np.zeros(z.shape[1]), 0.0
     for _ in range(steps):
         p = 1.0 / (1.0 + np.exp(-(z @ w + b)))
@@ -118,22 +121,24 @@ def metrics(model: ranker.Linear, examples: Sequence[Example]) -> dict[str, floa
 
 
 def folds(examples: Sequence[Example], k: int = 5, seed: int = 8) -> list[tuple[list[Example], list[Example]]]:
-    """Topic-grouped folds over dev: every other split is always trained on, never held out.
+    """Grouped folds: dev by topic, train by writer part (a part holds its topics' traps and never-stored
+    questions); a split with neither is always trained on.
 
-    The folds depend on dev's topics alone, so runs with and without other splits hold out the
-    same dev questions.
+    Dev's folds depend on dev's topics alone, so runs with and without train hold out the same
+    dev questions.
     """
     topics = sorted({e.topic for e in examples if e.split == "dev"})
     rng = np.random.default_rng(seed)
     rng.shuffle(topics)
-    part = {t: i % k for i, t in enumerate(topics)}
-    return [
-        (
-            [e for e in examples if e.split != "dev" or part[e.topic] != i],
-            [e for e in examples if e.split == "dev" and part[e.topic] == i],
-        )
-        for i in range(k)
-    ]
+    fold = {("dev", t): i % k for i, t in enumerate(topics)}
+    parts = sorted({e.part for e in examples if e.split != "dev" and e.part})
+    rng.shuffle(parts)
+    fold.update({("part", p): i % k for i, p in enumerate(parts)})
+
+    def of(e: Example) -> int:
+        return fold[("dev", e.topic)] if e.split == "dev" else fold.get(("part", e.part), -1)
+
+    return [([e for e in examples if of(e) != i], [e for e in examples if of(e) == i]) for i in range(k)]
 
 
 _TOP_RANK = ranker.QUERY_FEATURES.index("top_rank")
@@ -167,29 +172,62 @@ def abstention_threshold(doubts_answerable: F, target: float = 0.01, margin: flo
     return float(min(0.99, ordered[allowed] + margin)) if len(ordered) else 0.5
 
 
+def abstain_set(examples: Sequence[Example], args: argparse.Namespace) -> tuple[F, NDArray[np.bool_]]:
+    """The abstention model's training rows: answerable against never-stored questions of the chosen splits."""
+    negatives = {"absent", "absent_near", *(("ablated",) if args.ablated_negatives else ())}
+    splits = {s for s in args.abstain_splits.split(",") if s}
+    fit_on = [e for e in examples if (e.answerable or e.kind in negatives) and (not splits or e.split in splits)]
+    return np.vstack([e.q for e in fit_on]), np.array([not e.answerable for e in fit_on])
+
+
+@dataclass
+class HeldOut:
+    """One split's held-out results: ranking metrics, abstention curve, answerable questions' doubts."""
+
+    rank: dict[str, float]
+    curve: list[dict[str, float]]
+    doubts: list[tuple[str, bool, float]]  # (question kind, answerable, held-out doubt)
+
+    @property
+    def answerable_doubts(self) -> list[float]:
+        """Held-out doubts of the answerable questions (the threshold is set on these)."""
+        return [d for _, answerable, d in self.doubts if answerable]
+
+    def at(self, threshold: float) -> dict[str, float]:
+        """Share of each kind of question that abstains at `threshold`."""
+        groups = {"answerable": [d for _, a, d in self.doubts if a]}
+        for kind in ("absent", "absent_near", "ablated"):
+            groups[kind] = [d for k, _, d in self.doubts if k == kind]
+        groups["never"] = groups["absent"] + groups["absent_near"]
+        return {k: round(float(np.mean(np.array(v) > threshold)), 3) for k, v in groups.items() if v}
+
+
 def cross_validate(
     examples: Sequence[Example], args: argparse.Namespace, keep: NDArray[np.bool_], seed: int = 8
-) -> tuple[dict[str, float], list[dict[str, float]], list[float]]:
-    """Dev held-out ranking metrics, abstention curve, and the answerable questions' held-out doubts."""
-    held_rank: list[Example] = []
-    scored: list[F] = []
-    doubts: list[float] = []
-    kinds: list[str] = []
-    held_out_doubts: list[float] = []
+) -> dict[str, HeldOut]:
+    """Each split's held-out results (splits without groups are never held out)."""
+    held_rank: dict[str, list[Example]] = {}
+    scored: dict[str, list[F]] = {}
+    doubts: dict[str, list[tuple[str, bool, float]]] = {}
     for train, held in folds(examples, seed=seed):
         fold_ranker = fit_pairwise([e for e in train if e.answerable], args.l2, args.steps)
-        held_rank.extend(e for e in held if e.answerable)
-        scored.extend(fold_ranker.score(e.x) for e in held if e.answerable)
+        for e in held:
+            if e.answerable:
+                held_rank.setdefault(e.split, []).append(e)
+                scored.setdefault(e.split, []).append(fold_ranker.score(e.x))
         train, held = with_ranker(train, fold_ranker), with_ranker(held, fold_ranker)
-        negatives = {"absent", "absent_near", *(("ablated",) if args.ablated_negatives else ())}
-        fit_on = [e for e in train if e.answerable or e.kind in negatives]
-        qx = np.vstack([e.q for e in fit_on])
-        qy = np.array([not e.answerable for e in fit_on])
-        doubt = partial(_doubt, fit_abstain(qx, qy, args.abstain_l2, keep))
-        doubts.extend(doubt(held).tolist())
-        kinds.extend(e.kind for e in held)
-        held_out_doubts.extend(doubt([e for e in held if e.answerable]).tolist())
-    return ranking(held_rank, scored), curve(np.array(doubts), kinds), held_out_doubts
+        model = fit_abstain(*abstain_set(train, args), args.abstain_l2, keep)
+        for e, d in zip(held, _doubt(model, held).tolist(), strict=True):
+            doubts.setdefault(e.split, []).append((e.kind, e.answerable, d))
+    out = {}
+    for split in sorted(doubts):
+        print(f"{split} held out, fold seed {seed}:")
+        kinds = [k for k, _, _ in doubts[split]]
+        values = np.array([d for _, _, d in doubts[split]])
+        rank = ranking(held_rank.get(split, []), scored.get(split, []))
+        print("  ranker:", rank)
+        out[split] = HeldOut(rank, curve(values, kinds), doubts[split])
+    return out
 
 
 def ranking(examples: Sequence[Example], scores: Sequence[F]) -> dict[str, float]:
@@ -221,6 +259,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--ablated-negatives", action="store_true", help="train the abstention on the training folds' ablated questions"
     )
+    parser.add_argument("--shards", type=int, default=1, help="cut each split but dev into this many stores")
+    parser.add_argument("--abstain-splits", default="", help="splits the abstention model is fitted on (default: all)")
+    parser.add_argument(
+        "--threshold-splits", default="dev", help="splits whose held-out answerable doubts set the threshold"
+    )
     parser.add_argument("--fold-seeds", default="8", help="comma-separated seeds of the dev fold assignment")
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--model", type=Path, help="an ONNX embedding model other than the shipped one")
@@ -239,28 +282,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     shipped = {"ranker": current["ranker"]} if current.get("features") == list(ranker.CANDIDATE_FEATURES) else {}
     models = ranker.load_models({"seq_weight": current.get("seq_weight", 0.5), **shipped})
     embedder = cached_embedder(args.model)
-    examples = [e for spec in specs for e in collect(spec, models, args.workdir, embedder)]
+    examples = [e for spec in specs for e in collect(spec, models, args.workdir, embedder, args.shards)]
     if args.ablation:
-        examples += [e for spec in specs for e in collect_ablated(spec, models, args.workdir, embedder)]
+        examples += [e for spec in specs for e in collect_ablated(spec, models, args.workdir, embedder, args.shards)]
     counts = {s: sum(e.split == s for e in examples) for s in sorted({e.split for e in examples})}
     print("questions per split (with ablated):", counts)
     dropped = {name for name in args.abstain_drop.split(",") if name}
     keep = np.array([name not in dropped for name in ranker.QUERY_FEATURES])
     held_out_doubts: list[float] = []
     for seed in [int(v) for v in args.fold_seeds.split(",")]:
-        rank, _, doubts = cross_validate(examples, args, keep, seed)
-        print(f"dev held-out ranker (fold seed {seed}):", rank)
+        held = cross_validate(examples, args, keep, seed)
+        doubts = [d for s in args.threshold_splits.split(",") for d in held[s].answerable_doubts]
+        cut = abstention_threshold(np.array(doubts), args.abstain_target, args.abstain_margin)
+        for split, h in held.items():
+            print(f"  {split} held out at this seed's threshold {cut:.3f}:", h.at(cut))
         held_out_doubts = held_out_doubts or doubts
     real = [e for e in examples if e.kind != "ablated"]
     full = fit_pairwise([e for e in real if e.answerable], args.l2, args.steps)
     print("fit ranker, in sample:", {s: metrics(full, [e for e in real if e.split == s]) for s in counts})
     examples = with_ranker(examples, full)
     print("ranker coefficients:", dict(zip(ranker.CANDIDATE_FEATURES, np.round(full.coef, 3).tolist(), strict=True)))
-    negatives = {"absent", "absent_near", *(("ablated",) if args.ablated_negatives else ())}
-    fit_on = [e for e in examples if e.answerable or e.kind in negatives]
-    qx = np.vstack([e.q for e in fit_on])
-    qy = np.array([not e.answerable for e in fit_on])
-    abstain = fit_abstain(qx, qy, args.abstain_l2, keep)
+    abstain = fit_abstain(*abstain_set(examples, args), args.abstain_l2, keep)
     threshold = abstention_threshold(np.array(held_out_doubts), args.abstain_target, args.abstain_margin)
     print("abstain coefficients:", dict(zip(ranker.QUERY_FEATURES, np.round(abstain.coef, 3).tolist(), strict=True)))
     dev = [e for e in examples if e.split == "dev" and e.kind != "ablated"]
@@ -269,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     shares = (
         f"never-stored {np.mean(doubt[never] > threshold):.3f}, answerable {np.mean(doubt[~never] > threshold):.3f}"
     )
-    print(f"abstain threshold {threshold:.3f} (from dev held-out doubts): dev in sample, {shares}")
+    print(f"abstain threshold {threshold:.3f} (from {args.threshold_splits} held-out doubts): dev in sample, {shares}")
     if args.write:
         out = {
             "_comment": f"Written by bench/train_ranker.py from the {' + '.join(counts)} split(s) of "
