@@ -15,6 +15,7 @@ import apsw
 import numpy as np
 
 from thoughtline.library.embed import Embedder, MiniLMEmbedder, Vectors
+from thoughtline.library.model_identity import LEGACY_MODEL_ID
 
 CACHE_DIR = Path(tempfile.gettempdir()) / "thoughtline-eval-cache"
 DEFAULT_CACHE = CACHE_DIR / "minilm.sqlite3"
@@ -27,7 +28,9 @@ def _key(text: str) -> str:
 def model_tag(model: Path | None) -> str:
     """A name for the vectors a model makes: the shipped model's, or a hash of another model file."""
     if model is None:
-        return "minilm"
+        # The vendored file may be replaced: caches of the old shipped model keep their name.
+        shipped = MiniLMEmbedder().model_id
+        return "minilm" if shipped == LEGACY_MODEL_ID else f"minilm-{shipped}"
     digest = hashlib.sha256(model.read_bytes()).hexdigest()[:12]
     return f"model-{digest}"
 
@@ -52,6 +55,11 @@ class CachedEmbedder:
     def dim(self) -> int:
         """The wrapped embedder's dimension."""
         return self._inner.dim
+
+    @property
+    def model_id(self) -> str:
+        """The wrapped embedder's model id (the cached vectors are its vectors)."""
+        return self._inner.model_id
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Vectors for `texts`, from the cache where possible."""

@@ -30,6 +30,8 @@ from thoughtline.storage import search as search_store
 from thoughtline.storage.db import connect
 from thoughtline.storage.migrations import migrate
 
+# The random vectors' model id (stored in the store's meta; these stores are searched directly).
+SYNTHETIC = "synthetic-random"
 QUERIES = [
     "why did the nightly export job fail",
     "connection pool exhausted under load",
@@ -98,7 +100,7 @@ def build(path: Path, n: int, seed: int = 7) -> None:
             rows.append((tid, [mat[at + j].tobytes() for j in range(n)]))
             at += n
         with conn:
-            search_store.store_vectors(conn, rows)
+            search_store.store_vectors(conn, rows, made_by=SYNTHETIC)
     conn.close()
 
 

@@ -55,7 +55,7 @@ async def run(copies: int, calls: int) -> None:
                 lambda c: search_store.pending_thoughts(c, search_store.pending_vector_ids(c, 10**6))
             )
             rows = [(p.thought_id, [by_text[" ".join(p.body.split())].tobytes()]) for p in pending]
-            await opened.write(lambda c: search_store.store_vectors(c, rows))
+            await opened.write(lambda c: search_store.store_vectors(c, rows, made_by=embedder.model_id))
             thoughts = await opened.read(search_store.thought_count)
             topics = raw["topics"]
             for i, topic in enumerate(topics):

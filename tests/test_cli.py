@@ -14,6 +14,8 @@ import pytest
 from tests.support import TOKEN, mcp_client, serve_in_thread, start_child, stop_child, structured
 from thoughtline.config import Settings
 from thoughtline.identity import OWNER_KEY
+from thoughtline.library.embed import MiniLMEmbedder
+from thoughtline.storage import embedder_ids
 from thoughtline.storage.db import connect
 from thoughtline.storage.router import store_path
 from thoughtline.web.app import create_app
@@ -177,10 +179,12 @@ def test_reindex_embeds_every_thought_of_every_store(tmp_path: Path) -> None:
     assert cli("import", "-", env=env, stdin=records).returncode == 0
     result = cli("reindex", "--progress", env=env)
     assert result.returncode == 0, result.stderr
-    assert "2 thoughts embedded" in result.stdout
+    model = MiniLMEmbedder().model_id
+    assert f"keyword index rebuilt, 2 thoughts embedded with model {model}" in result.stdout
     assert "1 store(s) reindexed" in result.stdout
     assert "embedding" in result.stderr  # the progress bar
     conn = connect(store_path(data, OWNER_KEY), "wal", readonly=True)
+    assert embedder_ids.recorded_embedder(conn) == model
     assert conn.execute("SELECT count(*) FROM vector_queue").fetchall()[0][0] == 0
     assert int(conn.execute("SELECT count(*) FROM thought_vectors").fetchall()[0][0] or 0) >= 2
     assert cli("reindex", "--user", "github:1", env=env).returncode == 1

@@ -45,6 +45,11 @@ class CountingEmbedder:
         """The wrapped embedder's dimension."""
         return self._inner.dim
 
+    @property
+    def model_id(self) -> str:
+        """The wrapped embedder's model id."""
+        return self._inner.model_id
+
     def hold_next_batch(self) -> None:
         """The next batch of bodies waits in `embed` until `release` is set."""
         self._hold = True

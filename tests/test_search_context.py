@@ -92,7 +92,7 @@ def test_the_strict_match_sees_only_the_thoughts_own_text(conn: apsw.Connection)
 def test_writes_edits_and_deletes_keep_the_index_equal_to_a_full_refill(conn: apsw.Connection) -> None:
     def refilled() -> dict[str, list[tuple[int, float]]]:
         with conn:
-            search_store.reset_index(conn)
+            search_store.reset_index(conn, "test-model")
         return _snapshot(conn)
 
     _add_sequence(conn, "seq_a", "Export timeouts", STEPS)

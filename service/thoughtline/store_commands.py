@@ -181,7 +181,7 @@ def cmd_new_store(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
     """Rebuild the keyword index and every embedding of one store, or of all of them."""
-    from thoughtline.library import vectors  # the model stack loads only for this command
+    from thoughtline.library import model_identity, vectors  # the model stack loads only for this command
     from thoughtline.library.embed import MiniLMEmbedder
 
     data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir
@@ -195,13 +195,16 @@ def cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
     if missing:
         raise CommandError(f"no store for user {args.user!r} under {data_dir / 'stores'}{_NO_STORE_HINT}")
     embedder = MiniLMEmbedder()
+    model = embedder.model_id
     for path in paths:
         conn = connect(path, settings.journal)
         try:
             migrations.migrate(conn)
+            before = model_identity.store_model(conn)
             count = vectors.reindex(conn, embedder, show_progress=sys.stderr.isatty() or args.progress)
         finally:
             conn.close()
-        print(f"{path.name}: {count} thoughts embedded")
+        replaced = "" if before == model else f", replacing vectors of model {before}"
+        print(f"{path.name}: keyword index rebuilt, {count} thoughts embedded with model {model}{replaced}")
     print(f"{len(paths)} store(s) reindexed")
     return 0

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import apsw
 
+from thoughtline.library import model_identity
 from thoughtline.storage import search as search_store
 from thoughtline.storage.db import StorageError
 
@@ -77,6 +78,7 @@ class AfterCommitWork:
         self._inline_budget = inline_budget_seconds
         self._monotonic = monotonic
         self._embedder: Embedder | None = None
+        self._model_id: str | None = None
         self._indexes: dict[str, DenseIndex] = {}
         self._running: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
@@ -90,6 +92,13 @@ class AfterCommitWork:
         if self._embedder is None:
             self._embedder = self._factory()
         return self._embedder
+
+    async def model_id(self) -> str:
+        """The embedder's model id, hashed once in a worker thread (never on the event loop)."""
+        if self._model_id is None:
+            embedder = self.embedder()
+            self._model_id = await asyncio.to_thread(lambda: embedder.model_id)
+        return self._model_id
 
     @property
     def background(self) -> bool:
@@ -185,18 +194,22 @@ class AfterCommitWork:
     async def backfill(self, opened: UserStore, limit: int = BATCH) -> int:
         """Embed up to `limit` thoughts that have no vector yet; returns how many were stored.
 
-        Holds the store's claim from reading the queue to storing the vectors, so a concurrent
-        caller (search or background) reads the queue only after this batch left it.
+        A store whose vectors another model made has them deleted and every thought queued
+        first, in one transaction (`model_identity.ensure`). Holds the store's claim from reading
+        the queue to storing the vectors, so a concurrent caller (search or background) reads the
+        queue only after this batch left it.
         """
         from thoughtline.library import vectors
 
         async with self._claim(opened):
+            current = await self.model_id()
+            # A store embedded by another model is queued again whole before anything is added.
+            await model_identity.ensure(opened, current)
             pending = await opened.read(lambda conn: vectors.collect_pending(conn, limit))
             if not pending:
                 return 0
-            embedder = self.embedder()
-            rows = await asyncio.to_thread(vectors.embed_pending, embedder, pending)
-            return await opened.write(lambda conn: search_store.store_vectors(conn, rows))
+            rows = await asyncio.to_thread(vectors.embed_pending, self.embedder(), pending)
+            return await opened.write(lambda conn: search_store.store_vectors(conn, rows, made_by=current))
 
     async def embed_for_search(self, opened: UserStore) -> int:
         """Vectors a search needs now, bounded; returns how many thoughts were embedded.

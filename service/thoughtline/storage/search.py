@@ -15,6 +15,7 @@ from typing import Any
 import apsw
 
 from thoughtline.domain.thread_names import name_key
+from thoughtline.storage import embedder_ids
 from thoughtline.storage.migrations import VECTOR_SLOTS
 
 STATUSES = ("active", "paused", "completed", "abandoned")
@@ -279,14 +280,20 @@ def pending_thoughts(conn: apsw.Connection, ids: Sequence[int]) -> list[PendingT
     return [PendingThought(int(r[0]), str(r[1])) for r in rows]
 
 
-def store_vectors(conn: apsw.Connection, rows: Sequence[tuple[int, Sequence[bytes]]]) -> int:
+def store_vectors(conn: apsw.Connection, rows: Sequence[tuple[int, Sequence[bytes]]], *, made_by: str) -> int:
     """Store the vectors of queued thoughts (one per passage, at most VECTOR_SLOTS) and dequeue them.
 
     Returns how many thoughts were stored. A thought deleted (or edited) since it was read is no
     longer queued as it was, so its vectors are dropped here instead of leaving orphans; the
-    caller runs this inside a write transaction.
+    caller runs this inside a write transaction. `made_by` is the id of the model that made them:
+    when the store has since recorded another model (another process adopted it after these
+    vectors were made), nothing is stored, so a store never holds vectors of two models. A store
+    with no recorded id records `made_by` (the library adopts a model before it embeds).
     """
     if not rows:
+        return 0
+    recorded = embedder_ids.recorded_embedder(conn)
+    if recorded is not None and recorded != made_by:
         return 0
     ids = [tid for tid, _ in rows]
     queued = {
@@ -316,6 +323,8 @@ def store_vectors(conn: apsw.Connection, rows: Sequence[tuple[int, Sequence[byte
         "UPDATE search_state SET generation = generation + ?, max_vector_id = max(max_vector_id, ?) WHERE id = 1",
         (bump, highest),
     )
+    if recorded is None:
+        embedder_ids.record_embedder(conn, made_by)
     return len(keep)
 
 
@@ -353,8 +362,8 @@ def vectors_with_sequence_after(conn: apsw.Connection, after_key: int) -> list[t
     ]
 
 
-def reset_index(conn: apsw.Connection) -> int:
-    """Rebuild FTS from the thoughts, drop every vector and queue every thought again.
+def reset_index(conn: apsw.Connection, model_id: str) -> int:
+    """Rebuild FTS from the thoughts, drop every vector, queue every thought again, record `model_id`.
 
     Returns the number of thoughts queued. Runs in the caller's write transaction.
     """
@@ -363,8 +372,5 @@ def reset_index(conn: apsw.Connection) -> int:
     conn.execute(
         "INSERT INTO thoughts_fts(rowid, body, context, title) SELECT id, body, context, title FROM thought_search_text"
     )
-    conn.execute("DELETE FROM thought_vectors")
     conn.execute("DELETE FROM vector_queue")
-    conn.execute("INSERT INTO vector_queue(thought_id) SELECT id FROM thoughts")
-    conn.execute("UPDATE search_state SET generation = generation + 1, max_vector_id = 0 WHERE id = 1")
-    return pending_count(conn)
+    return embedder_ids.replace_embedder(conn, model_id)
