@@ -21,6 +21,7 @@ import dataclasses
 import glob
 import hashlib
 import json
+import shutil
 import statistics
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -78,6 +79,27 @@ class Built:
     questions: list[Question]
 
 
+def write_order(thoughts: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The thoughts in file order, except that a branch waits until its branch point is on the main path.
+
+    (A writer may list a branch before the step it forks from; the tool rightly refuses that.)
+    """
+    out: list[Mapping[str, Any]] = []
+    waiting: list[Mapping[str, Any]] = []
+    main: set[int] = set()
+    for thought in thoughts:
+        if thought.get("branchId") and thought.get("branchFromThought") not in main:
+            waiting.append(thought)
+            continue
+        out.append(thought)
+        if not thought.get("branchId"):
+            main.add(int(thought["thoughtNumber"]))
+            ready = [w for w in waiting if w.get("branchFromThought") in main]
+            out.extend(ready)
+            waiting = [w for w in waiting if w not in ready]
+    return out + waiting
+
+
 async def _write_split(data: Mapping[str, Any], data_dir: Path) -> dict[str, int]:
     """Write every sequence through the tools; map dataset thought id -> store thought id."""
     clock = _Clock()
@@ -92,7 +114,7 @@ async def _write_split(data: Mapping[str, Any], data_dir: Path) -> dict[str, int
         for seq in sorted(data["sequences"], key=lambda s: -float(s.get("daysAgo", 0))):
             clock.t = NOW - float(seq.get("daysAgo", 0)) * 86_400
             sequence_id: str | None = None
-            for thought in seq["thoughts"]:
+            for thought in write_order(seq["thoughts"]):
                 args: dict[str, Any] = {"thought": thought["thought"]}
                 args.update({k: thought[k] for k in PASSED if k in thought})
                 if sequence_id is not None:
@@ -141,6 +163,10 @@ def build(data: Mapping[str, Any], workdir: Path, embedder: Embedder) -> Built:
     if path.exists() and mapping_file.exists():
         ids = json.loads(mapping_file.read_text())
     else:
+        # A store without its mapping is from a write that failed part way: start it afresh
+        # (the mapping assumes a fresh store numbers thoughts in write order).
+        if data_dir.exists():
+            shutil.rmtree(data_dir)
         ids = asyncio.run(_write_split(data, data_dir))
         mapping_file.write_text(json.dumps(ids))
     conn = connect(path, "wal")

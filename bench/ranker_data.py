@@ -62,6 +62,11 @@ def _part(name: str) -> str:
     return ""
 
 
+def _parts_of(question: dict[str, Any]) -> set[str]:
+    answers = question["answers"]
+    return {_part(a) for a in answers} if answers else {_part(question["id"])}
+
+
 def shards(data: dict[str, Any], n: int) -> list[dict[str, Any]]:
     """The split cut into `n` stores by writer part (each part holds its own traps and never-stored questions).
 
@@ -76,7 +81,9 @@ def shards(data: dict[str, Any], n: int) -> list[dict[str, Any]]:
     for i in range(n):
         topics = {t["id"] for t in data["topics"] if shard_of[_part(t["id"])] == i}
         sequences = [s for s in data["sequences"] if s["topics"][0] in topics]
-        questions = [q for q in data["questions"] if shard_of.get(_part(q["id"]), -1) == i]
+        # A question goes where its answers are (where its id says, if never stored); one whose
+        # answers span shards is left out (no shard holds all of them).
+        questions = [q for q in data["questions"] if {shard_of.get(p, -1) for p in _parts_of(q)} == {i}]
         name = f"{data.get('split', 'split')}-shard{i + 1}of{n}"
         out.append({**data, "split": name, "topics": [t for t in data["topics"] if t["id"] in topics],
                     "sequences": sequences, "questions": questions})  # fmt: skip
