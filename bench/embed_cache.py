@@ -47,6 +47,8 @@ class CachedEmbedder:
         self._inner = inner or MiniLMEmbedder()
         path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = apsw.Connection(str(path))
+        # Several evaluations may share one cache file; wait for a writer rather than fail.
+        self._conn.set_busy_timeout(60_000)
         self._conn.execute("PRAGMA journal_mode = wal")
         self._conn.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
         self.computed = 0

@@ -314,8 +314,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"abstain threshold {threshold:.3f} (from {args.threshold_splits} held-out doubts): dev in sample, {shares}")
     if args.write:
         out = {
-            "_comment": f"Written by bench/train_ranker.py from the {' + '.join(counts)} split(s) of "
-            f"bench/data/reasoning, embedder {model_tag(args.model)}.",
+            "_comment": f"Written by bench/train_ranker.py (bench/data/reasoning): ranker on {' + '.join(counts)}, "
+            f"abstention on {args.abstain_splits.replace(',', ' + ') or ' + '.join(counts)}, threshold from "
+            f"{args.threshold_splits} held-out doubts; embedder {model_tag(args.model)}.",
             "seq_weight": models.seq_weight,
             "features": list(ranker.CANDIDATE_FEATURES),
             "ranker": full.to_json(),
