@@ -57,16 +57,13 @@ def fit_pairwise(examples: Sequence[Example], l2: float, steps: int = 400) -> ra
     return ranker.Linear(mean, scale, w, 0.0)
 
 
-POS_WEIGHT = 1.0
-
-
 def fit_logistic(x: F, y: NDArray[np.bool_], l2: float, steps: int = 2000) -> ranker.Linear:
     """Pointwise logistic regression (class-balanced), standardised features."""
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale < 1e-9] = 1.0
     z = (x - mean) / scale
     t = y.astype(np.float64)
-    weight = np.where(y, 0.5 / max(y.sum(), 1), POS_WEIGHT * 0.5 / max((~y).sum(), 1))
+    weight = np.where(y, 0.5 / max(y.sum(), 1), 0.5 / max((~y).sum(), 1))
     w, b = np.zeros(z.shape[1]), 0.0
     for _ in range(steps):
         p = 1.0 / (1.0 + np.exp(-(z @ w + b)))
