@@ -7,7 +7,10 @@ the ranking itself (as if abstention were off); abstention is reported beside th
 never-stored questions that abstain, and the share of answerable ones that do.
 Tune on dev only; test is reported, never tuned on.
 
-    python -m bench.eval_reasoning [--splits dev,test] [--locomo] [--json]
+    python -m bench.eval_reasoning [--splits train,dev] [--locomo] [--json]
+
+A split is a name (`bench/data/reasoning/<name>.json`) or a glob of part files in the same format,
+merged in memory (`--splits '/work/trainparts/?.json'`).
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import glob
 import hashlib
 import json
+import shutil
 import statistics
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -74,6 +79,27 @@ class Built:
     questions: list[Question]
 
 
+def write_order(thoughts: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The thoughts in file order, except that a branch waits until its branch point is on the main path.
+
+    (A writer may list a branch before the step it forks from; the tool rightly refuses that.)
+    """
+    out: list[Mapping[str, Any]] = []
+    waiting: list[Mapping[str, Any]] = []
+    main: set[int] = set()
+    for thought in thoughts:
+        if thought.get("branchId") and thought.get("branchFromThought") not in main:
+            waiting.append(thought)
+            continue
+        out.append(thought)
+        if not thought.get("branchId"):
+            main.add(int(thought["thoughtNumber"]))
+            ready = [w for w in waiting if w.get("branchFromThought") in main]
+            out.extend(ready)
+            waiting = [w for w in waiting if w not in ready]
+    return out + waiting
+
+
 async def _write_split(data: Mapping[str, Any], data_dir: Path) -> dict[str, int]:
     """Write every sequence through the tools; map dataset thought id -> store thought id."""
     clock = _Clock()
@@ -88,7 +114,7 @@ async def _write_split(data: Mapping[str, Any], data_dir: Path) -> dict[str, int
         for seq in sorted(data["sequences"], key=lambda s: -float(s.get("daysAgo", 0))):
             clock.t = NOW - float(seq.get("daysAgo", 0)) * 86_400
             sequence_id: str | None = None
-            for thought in seq["thoughts"]:
+            for thought in write_order(seq["thoughts"]):
                 args: dict[str, Any] = {"thought": thought["thought"]}
                 args.update({k: thought[k] for k in PASSED if k in thought})
                 if sequence_id is not None:
@@ -110,6 +136,22 @@ async def _write_split(data: Mapping[str, Any], data_dir: Path) -> dict[str, int
     return {tid: row for row, tid in enumerate(written, start=1)}
 
 
+def load_split(spec: str) -> dict[str, Any]:
+    """A split by name, or every part file matching a glob merged into one split (ids are unique per part)."""
+    if "/" not in spec and not spec.endswith(".json"):
+        loaded: dict[str, Any] = json.loads((DATA / f"{spec}.json").read_text())
+        return loaded
+    paths = sorted(glob.glob(spec))
+    if not paths:
+        raise SystemExit(f"no split file matches {spec!r}: give a split name or a path to JSON parts")
+    parts = [json.loads(Path(p).read_text()) for p in paths]
+    merged: dict[str, Any] = {"split": parts[0].get("split", "parts"), "topics": [], "sequences": [], "questions": []}
+    for part in parts:
+        for key in ("topics", "sequences", "questions"):
+            merged[key].extend(part.get(key, []))
+    return merged
+
+
 def build(data: Mapping[str, Any], workdir: Path, embedder: Embedder) -> Built:
     """Write, embed and map one split (reusing a store built from the same data and chunking)."""
     # The store's vectors depend on the data and on how thoughts are cut into passages.
@@ -121,6 +163,10 @@ def build(data: Mapping[str, Any], workdir: Path, embedder: Embedder) -> Built:
     if path.exists() and mapping_file.exists():
         ids = json.loads(mapping_file.read_text())
     else:
+        # A store without its mapping is from a write that failed part way: start it afresh
+        # (the mapping assumes a fresh store numbers thoughts in write order).
+        if data_dir.exists():
+            shutil.rmtree(data_dir)
         ids = asyncio.run(_write_split(data, data_dir))
         mapping_file.write_text(json.dumps(ids))
     conn = connect(path, "wal")
@@ -198,7 +244,7 @@ def _metrics(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
 
 def evaluate_split(name: str, workdir: Path, embedder: Embedder, tuning: Tuning | None = None) -> dict[str, Any]:
     """Build (or reuse) the split's store and summarise every mode."""
-    data = json.loads((DATA / f"{name}.json").read_text())
+    data = load_split(name)
     built = build(data, workdir, embedder)
     conn = connect(built.path, "wal", readonly=True)
     try:
@@ -257,7 +303,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     sets: dict[str, Any] = {}
     for name in [s.strip() for s in args.splits.split(",") if s.strip()]:
-        sets[name] = evaluate_split(name, args.workdir, embedder)
+        label = name if "/" not in name and not name.endswith(".json") else str(load_split(name)["split"])
+        sets[label] = evaluate_split(name, args.workdir, embedder)
     if args.locomo:
         from bench import eval_locomo
 

@@ -1,12 +1,14 @@
-"""Train the search ranker and abstention model on the DEV split of the reasoning set only.
+"""Train the search ranker and abstention model on the reasoning set's train and dev splits.
 
 Both are linear models fitted in plain numpy: the ranker pairwise (each answer against every other
 pool candidate of its question, logistic loss, L2), the abstention model pointwise (never-stored
-questions against answerable ones). Cross-validation by topic inside dev picks nothing by itself;
-it prints the estimate. The weights are written to the package as plain numbers.
+questions against answerable ones). Cross-validation is topic-grouped over dev: each dev fold is
+scored by models fitted on the other splits plus the other dev folds, so `--splits dev` and
+`--splits train,dev` are compared on the same held-out dev questions. It picks nothing by
+itself; it prints the estimates. The weights are written to the package as plain numbers.
 Test and LoCoMo are never read here.
 
-    python -m bench.train_ranker [--write] [--l2 1.0]
+    python -m bench.train_ranker [--splits train,dev] [--ablation] [--write]
 """
 
 from __future__ import annotations
@@ -16,89 +18,17 @@ import json
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
 from bench.embed_cache import cached_embedder, model_tag
-from bench.eval_reasoning import DATA, build
+from bench.ranker_data import Example, collect, collect_ablated
 from thoughtline.library import ranker
-from thoughtline.library.dense import DenseIndex
-from thoughtline.library.embed import Embedder
-from thoughtline.library.pipeline import gather
-from thoughtline.library.retrieval import Tuning
-from thoughtline.storage.db import connect
-from thoughtline.storage.search import SearchFilters
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "service" / "thoughtline" / "library" / "ranker_weights.json"
 F = NDArray[np.float64]
-
-
-@dataclass
-class Example:
-    """One dev question's pool: features, which rows answer it, its query features, its topic."""
-
-    qid: str
-    kind: str
-    topic: str
-    x: F
-    y: NDArray[np.bool_]
-    q: F
-    answerable: bool
-
-
-def collect(models: ranker.Models, workdir: Path, embedder: Embedder) -> list[Example]:
-    """Pools of every dev question, with the shipped seq weight."""
-    data = json.loads((DATA / "dev.json").read_text())
-    built = build(data, workdir, embedder)
-    topic_of = {t["id"]: s["topics"][0] for s in data["sequences"] for t in s["thoughts"]}
-    by_qid = {q["id"]: q for q in data["questions"]}
-    conn = connect(built.path, "wal", readonly=True)
-    index = DenseIndex()
-    out: list[Example] = []
-    for q in built.questions:
-        pool = gather(conn, embedder, q.text, SearchFilters(), Tuning(), index, "hybrid", models)
-        y = np.array([tid in q.answers for tid in pool.ids])
-        raw = by_qid[q.qid]
-        topic = topic_of[raw["answers"][0]] if raw["answers"] else f"absent:{q.qid}"
-        out.append(Example(q.qid, q.kind, topic, pool.features, y, pool.query_features, bool(q.answers)))
-    conn.close()
-    return out
-
-
-def collect_ablated(models: ranker.Models, workdir: Path, embedder: Embedder) -> list[Example]:
-    """Topic ablation: each dev topic's answerable questions, asked of dev without that topic.
-
-    Dev holds only 29 never-stored questions; these add one in-domain negative per answerable
-    question, about a topic that is now absent while its neighbours (the near-miss distractors
-    that share its words) stay. Each is grouped under its own topic for cross-validation.
-    """
-    data = json.loads((DATA / "dev.json").read_text())
-    topic_of = {t["id"]: s["topics"][0] for s in data["sequences"] for t in s["thoughts"]}
-    out: list[Example] = []
-    for topic in sorted({s["topics"][0] for s in data["sequences"]}):
-        kept = [s for s in data["sequences"] if topic not in s["topics"]]
-        kept_ids = {t["id"] for s in kept for t in s["thoughts"]}
-        asked = [
-            q
-            for q in data["questions"]
-            if q["answers"] and topic_of[q["answers"][0]] == topic and not set(q["answers"]) & kept_ids
-        ]
-        if not asked:
-            continue
-        split = {**data, "split": f"dev-without-{topic}", "sequences": kept, "questions": []}
-        built = build(split, workdir, embedder)
-        conn = connect(built.path, "wal", readonly=True)
-        index = DenseIndex()
-        for q in asked:
-            pool = gather(conn, embedder, q["query"], SearchFilters(), Tuning(), index, "hybrid", models)
-            none = np.zeros(len(pool.ids), dtype=np.bool_)
-            qid = f"{q['id']}-ablated"
-            out.append(Example(qid, "ablated", topic, pool.features, none, pool.query_features, False))
-        conn.close()
-    return out
 
 
 def fit_pairwise(examples: Sequence[Example], l2: float, steps: int = 400) -> ranker.Linear:
@@ -151,19 +81,26 @@ def fit_abstain(x: F, y: NDArray[np.bool_], l2: float, keep: NDArray[np.bool_]) 
     return ranker.Linear(mean, scale, coef, part.bias)
 
 
-def curve(doubts: F, kinds: Sequence[str]) -> None:
-    """Held-out abstention at thresholds set by how many answerable dev questions may abstain."""
+ALLOWED = (0.0, 0.01, 0.02, 0.05)
+
+
+def curve(doubts: F, kinds: Sequence[str]) -> list[dict[str, float]]:
+    """Held-out abstention at thresholds set by the share of answerable dev questions allowed to abstain."""
     kind = np.array(kinds)
     answerable = np.sort(doubts[~np.isin(kind, ["absent", "absent_near", "ablated"])])[::-1]
     never = np.isin(kind, ["absent", "absent_near"])
+    rows = []
     print("cv curve: answerable allowed -> answerable, absent, near, all never-stored, topic-ablated")
-    for allowed in (0, 1, 2, 3, 5, 8):
-        threshold = answerable[min(allowed, len(answerable) - 1)]
+    for allowed in ALLOWED:
+        threshold = answerable[min(int(np.floor(allowed * len(answerable))), len(answerable) - 1)]
         shares = [
             float(np.mean(doubts[m] > threshold)) if m.any() else float("nan")
             for m in (kind == "absent", kind == "absent_near", never, kind == "ablated")
         ]
-        print(f"  {allowed}: {np.mean(answerable > threshold):.3f}", " ".join(f"{v:.3f}" for v in shares))
+        row = dict(zip(("absent", "near", "never", "ablated"), shares, strict=True))
+        rows.append({"allowed": allowed, "answerable": float(np.mean(answerable > threshold)), **row})
+        print(f"  ≤{allowed:.2f}: {rows[-1]['answerable']:.3f}", " ".join(f"{v:.3f}" for v in shares))
+    return rows
 
 
 def metrics(model: ranker.Linear, examples: Sequence[Example]) -> dict[str, float]:
@@ -180,15 +117,25 @@ def metrics(model: ranker.Linear, examples: Sequence[Example]) -> dict[str, floa
     return {"recall@5": round(float(np.mean(r5)), 4), "mrr": round(float(np.mean(rr)), 4)}
 
 
-def folds(examples: Sequence[Example], k: int = 5) -> list[tuple[list[Example], list[Example]]]:
-    """Topic-grouped folds (a topic's questions are all in or all out)."""
-    topics = sorted({e.topic for e in examples})
-    rng = np.random.default_rng(8)
+def folds(examples: Sequence[Example], k: int = 5, seed: int = 8) -> list[tuple[list[Example], list[Example]]]:
+    """Grouped folds: dev by topic, train by writer part (a part holds its topics' traps and never-stored
+    questions); a split with neither is always trained on.
+
+    Dev's folds depend on dev's topics alone, so runs with and without train hold out the same
+    dev questions.
+    """
+    topics = sorted({e.topic for e in examples if e.split == "dev"})
+    rng = np.random.default_rng(seed)
     rng.shuffle(topics)
-    part = {t: i % k for i, t in enumerate(topics)}
-    return [
-        ([e for e in examples if part[e.topic] != i], [e for e in examples if part[e.topic] == i]) for i in range(k)
-    ]
+    fold = {("dev", t): i % k for i, t in enumerate(topics)}
+    parts = sorted({e.part for e in examples if e.split != "dev" and e.part})
+    rng.shuffle(parts)
+    fold.update({("part", p): i % k for i, p in enumerate(parts)})
+
+    def of(e: Example) -> int:
+        return fold[("dev", e.topic)] if e.split == "dev" else fold.get(("part", e.part), -1)
+
+    return [([e for e in examples if of(e) != i], [e for e in examples if of(e) == i]) for i in range(k)]
 
 
 _TOP_RANK = ranker.QUERY_FEATURES.index("top_rank")
@@ -206,7 +153,7 @@ def with_ranker(examples: Sequence[Example], model: ranker.Linear) -> list[Examp
         q = e.q.copy()
         q[_TOP_RANK] = float(scores.max())
         q[_RANK_MARGIN] = float(scores.max() - np.sort(scores)[-min(5, scores.size)])
-        out.append(Example(e.qid, e.kind, e.topic, e.x, e.y, q, e.answerable))
+        out.append(e.with_query(q))
     return out
 
 
@@ -222,9 +169,79 @@ def abstention_threshold(doubts_answerable: F, target: float = 0.01, margin: flo
     return float(min(0.99, ordered[allowed] + margin)) if len(ordered) else 0.5
 
 
+def abstain_set(examples: Sequence[Example], args: argparse.Namespace) -> tuple[F, NDArray[np.bool_]]:
+    """The abstention model's training rows: answerable against never-stored questions of the chosen splits."""
+    negatives = {"absent", "absent_near", *(("ablated",) if args.ablated_negatives else ())}
+    splits = {s for s in args.abstain_splits.split(",") if s}
+    fit_on = [e for e in examples if (e.answerable or e.kind in negatives) and (not splits or e.split in splits)]
+    return np.vstack([e.q for e in fit_on]), np.array([not e.answerable for e in fit_on])
+
+
+@dataclass
+class HeldOut:
+    """One split's held-out results: ranking metrics, abstention curve, answerable questions' doubts."""
+
+    rank: dict[str, float]
+    curve: list[dict[str, float]]
+    doubts: list[tuple[str, bool, float]]  # (question kind, answerable, held-out doubt)
+
+    @property
+    def answerable_doubts(self) -> list[float]:
+        """Held-out doubts of the answerable questions (the threshold is set on these)."""
+        return [d for _, answerable, d in self.doubts if answerable]
+
+    def at(self, threshold: float) -> dict[str, float]:
+        """Share of each kind of question that abstains at `threshold`."""
+        groups = {"answerable": [d for _, a, d in self.doubts if a]}
+        for kind in ("absent", "absent_near", "ablated"):
+            groups[kind] = [d for k, _, d in self.doubts if k == kind]
+        groups["never"] = groups["absent"] + groups["absent_near"]
+        return {k: round(float(np.mean(np.array(v) > threshold)), 3) for k, v in groups.items() if v}
+
+
+def cross_validate(
+    examples: Sequence[Example], args: argparse.Namespace, keep: NDArray[np.bool_], seed: int = 8
+) -> dict[str, HeldOut]:
+    """Each split's held-out results (splits without groups are never held out)."""
+    held_rank: dict[str, list[Example]] = {}
+    scored: dict[str, list[F]] = {}
+    doubts: dict[str, list[tuple[str, bool, float]]] = {}
+    for train, held in folds(examples, seed=seed):
+        fold_ranker = fit_pairwise([e for e in train if e.answerable], args.l2, args.steps)
+        for e in held:
+            if e.answerable:
+                held_rank.setdefault(e.split, []).append(e)
+                scored.setdefault(e.split, []).append(fold_ranker.score(e.x))
+        train, held = with_ranker(train, fold_ranker), with_ranker(held, fold_ranker)
+        model = fit_abstain(*abstain_set(train, args), args.abstain_l2, keep)
+        for e, d in zip(held, _doubt(model, held).tolist(), strict=True):
+            doubts.setdefault(e.split, []).append((e.kind, e.answerable, d))
+    out = {}
+    for split in sorted(doubts):
+        print(f"{split} held out, fold seed {seed}:")
+        kinds = [k for k, _, _ in doubts[split]]
+        values = np.array([d for _, _, d in doubts[split]])
+        rank = ranking(held_rank.get(split, []), scored.get(split, []))
+        print("  ranker:", rank)
+        out[split] = HeldOut(rank, curve(values, kinds), doubts[split])
+    return out
+
+
+def ranking(examples: Sequence[Example], scores: Sequence[F]) -> dict[str, float]:
+    """recall@5 and MRR over every held-out answerable question (pooled over folds)."""
+    r5, rr = [], []
+    for e, s in zip(examples, scores, strict=True):
+        hits = e.y[np.argsort(-s, kind="stable")]
+        r5.append(hits[:5].sum() / max(1, e.y.sum()))
+        first = np.flatnonzero(hits)
+        rr.append(1.0 / (first[0] + 1) if first.size else 0.0)
+    return {"recall@5": round(float(np.mean(r5)), 4), "mrr": round(float(np.mean(rr)), 4), "n": len(r5)}
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Fit on dev, print the cross-validated estimates, optionally write the weights."""
+    """Fit on the given splits, print dev held-out estimates, optionally write the weights."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--splits", default="dev", help="splits to train on (names or part-file globs); needs dev")
     parser.add_argument("--l2", type=float, default=1.0)
     parser.add_argument("--abstain-l2", type=float, default=16.0)
     parser.add_argument("--steps", type=int, default=400)
@@ -234,69 +251,69 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--abstain-margin", type=float, default=0.02)
     parser.add_argument("--abstain-drop", default="", help="comma-separated query features the abstention ignores")
     parser.add_argument(
-        "--ablation", action="store_true", help="also report topic-ablation near misses (held out, never trained on)"
+        "--ablation", action="store_true", help="also collect topic-ablation near misses (dev's are held out only)"
     )
+    parser.add_argument(
+        "--ablated-negatives", action="store_true", help="train the abstention on the training folds' ablated questions"
+    )
+    parser.add_argument("--shards", type=int, default=1, help="cut each split but dev into this many stores")
+    parser.add_argument("--abstain-splits", default="", help="splits the abstention model is fitted on (default: all)")
+    parser.add_argument(
+        "--threshold-splits", default="dev", help="splits whose held-out answerable doubts set the threshold"
+    )
+    parser.add_argument("--fold-seeds", default="8", help="comma-separated seeds of the dev fold assignment")
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--model", type=Path, help="an ONNX embedding model other than the shipped one")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "thoughtline-eval-stores")
     args = parser.parse_args(argv)
+    specs = [s.strip() for s in args.splits.split(",") if s.strip()]
+    if any("test" in Path(s).name for s in specs):
+        raise SystemExit("the test split is never trained on: drop it from --splits")
+    if "dev" not in specs:
+        raise SystemExit("--splits must include dev: cross-validation holds out dev topics")
     # Stores hold vectors, so each model gets stores of its own.
     args.workdir = args.workdir / model_tag(args.model)
     current = json.loads(WEIGHTS.read_text())
-    models = ranker.load_models({"seq_weight": current.get("seq_weight", 0.5)})
+    # Pools are gathered under the shipped ranker (its top sequences feed `seq_coverage`, as at
+    # run time), without the abstention model (whose small-store shrinkage would alter features).
+    shipped = {"ranker": current["ranker"]} if current.get("features") == list(ranker.CANDIDATE_FEATURES) else {}
+    models = ranker.load_models({"seq_weight": current.get("seq_weight", 0.5), **shipped})
     embedder = cached_embedder(args.model)
-    examples = collect(models, args.workdir, embedder)
-    cv_rank: list[dict[str, float]] = []
-    cv_abs: list[tuple[float, float]] = []
-    # Doubts of answerable questions from the fold that did not see them: in-sample doubts are
-    # overconfident, so the shipped threshold is set on these.
-    held_out_doubts: list[float] = []
+    examples = [e for spec in specs for e in collect(spec, models, args.workdir, embedder, args.shards)]
+    if args.ablation:
+        examples += [e for spec in specs for e in collect_ablated(spec, models, args.workdir, embedder, args.shards)]
+    counts = {s: sum(e.split == s for e in examples) for s in sorted({e.split for e in examples})}
+    print("questions per split (with ablated):", counts)
     dropped = {name for name in args.abstain_drop.split(",") if name}
     keep = np.array([name not in dropped for name in ranker.QUERY_FEATURES])
-    all_doubts: list[float] = []
-    all_kinds: list[str] = []
-    ablated = collect_ablated(models, args.workdir, embedder) if args.ablation else []
-    for train, held in folds([*examples, *ablated]):
-        train = [e for e in train if e.kind != "ablated"]
-        fold_ranker = fit_pairwise(train, args.l2, args.steps)
-        cv_rank.append(metrics(fold_ranker, held))
-        train, held = with_ranker(train, fold_ranker), with_ranker(held, fold_ranker)
-        qx = np.vstack([e.q for e in train])
-        qy = np.array([not e.answerable for e in train])
-        model = fit_abstain(qx, qy, args.abstain_l2, keep)
-        doubt = partial(_doubt, model)
-        all_doubts.extend(doubt(held).tolist())
-        all_kinds.extend(e.kind for e in held)
-        threshold = abstention_threshold(
-            doubt([e for e in train if e.answerable]), args.abstain_target, args.abstain_margin
-        )
-        held_abs = [e for e in held if not e.answerable and e.kind != "ablated"]
-        held_ans = [e for e in held if e.answerable]
-        held_out_doubts.extend(doubt(held_ans).tolist() if held_ans else [])
-        cv_abs.append(
-            (
-                float(np.mean(doubt(held_abs) > threshold)) if held_abs else float("nan"),
-                float(np.mean(doubt(held_ans) > threshold)) if held_ans else float("nan"),
-            )
-        )
-    print("cv ranker:", {k: round(float(np.mean([m[k] for m in cv_rank])), 4) for k in cv_rank[0]})
-    print("cv abstain (absent, answerable):", np.round(np.nanmean(np.array(cv_abs), axis=0), 4).tolist())
-    curve(np.array(all_doubts), all_kinds)
-    full = fit_pairwise(examples, args.l2, args.steps)
-    print("dev (fit) ranker:", metrics(full, examples))
+    held_out_doubts: list[float] = []
+    for seed in [int(v) for v in args.fold_seeds.split(",")]:
+        held = cross_validate(examples, args, keep, seed)
+        doubts = [d for s in args.threshold_splits.split(",") for d in held[s].answerable_doubts]
+        cut = abstention_threshold(np.array(doubts), args.abstain_target, args.abstain_margin)
+        for split, h in held.items():
+            print(f"  {split} held out at this seed's threshold {cut:.3f}:", h.at(cut))
+        held_out_doubts = held_out_doubts or doubts
+    real = [e for e in examples if e.kind != "ablated"]
+    full = fit_pairwise([e for e in real if e.answerable], args.l2, args.steps)
+    print("fit ranker, in sample:", {s: metrics(full, [e for e in real if e.split == s]) for s in counts})
     examples = with_ranker(examples, full)
     print("ranker coefficients:", dict(zip(ranker.CANDIDATE_FEATURES, np.round(full.coef, 3).tolist(), strict=True)))
-    qx = np.vstack([e.q for e in examples])
-    qy = np.array([not e.answerable for e in examples])
-    abstain = fit_abstain(qx, qy, args.abstain_l2, keep)
-    doubts = 1 / (1 + np.exp(-abstain.score(qx)))
+    abstain = fit_abstain(*abstain_set(examples, args), args.abstain_l2, keep)
     threshold = abstention_threshold(np.array(held_out_doubts), args.abstain_target, args.abstain_margin)
     print("abstain coefficients:", dict(zip(ranker.QUERY_FEATURES, np.round(abstain.coef, 3).tolist(), strict=True)))
-    print(f"abstain threshold {threshold:.3f}: dev absent {np.mean(doubts[qy] > threshold):.3f}, "
-          f"answerable {np.mean(doubts[~qy] > threshold):.3f}")  # fmt: skip
+    dev = [e for e in examples if e.split == "dev" and e.kind != "ablated"]
+    doubt = _doubt(abstain, dev)
+    never = np.array([not e.answerable for e in dev])
+    shares = (
+        f"never-stored {np.mean(doubt[never] > threshold):.3f}, answerable {np.mean(doubt[~never] > threshold):.3f}"
+    )
+    print(f"abstain threshold {threshold:.3f} (from {args.threshold_splits} held-out doubts): dev in sample, {shares}")
     if args.write:
         out = {
-            "_comment": "Written by bench/train_ranker.py from the dev split of bench/data/reasoning only.",
+            "_comment": f"Written by bench/train_ranker.py (bench/data/reasoning): ranker on {' + '.join(counts)}, "
+            f"abstention on {args.abstain_splits.replace(',', ' + ') or ' + '.join(counts)}, threshold from "
+            f"{args.threshold_splits} held-out doubts; embedder {model_tag(args.model)}.",
             "seq_weight": models.seq_weight,
             "features": list(ranker.CANDIDATE_FEATURES),
             "ranker": full.to_json(),

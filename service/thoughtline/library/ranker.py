@@ -1,7 +1,7 @@
 """The learned parts of search: candidate features, the linear ranker and the abstention model.
 
 Both models are plain numbers (`ranker_weights.json`, written by `bench/train_ranker.py` from the
-dev split of the reasoning set only) evaluated in numpy: no training library at run time. Features
+reasoning set's train and dev splits, never test) evaluated in numpy: no training library at run time. Features
 are cheap and computed per query over the candidate pool (keyword top 50, vector top 50 and their
 neighbours); every one is defined by `candidate_features` or `query_features` below.
 """
