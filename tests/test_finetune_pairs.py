@@ -46,9 +46,31 @@ def test_each_answer_of_a_question_is_a_pair_with_the_trap_topic_and_other_steps
     assert examples[0].right == {"t:memory-leak-1.1", "t:memory-leak-1.2"}
 
 
-def test_same_topic_negatives_can_be_left_out() -> None:
-    examples = build_examples([index_split(_split(), "t")], same_topic_negatives=False)
+def test_trap_negatives_come_only_from_the_near_miss_twin() -> None:
+    examples = build_examples([index_split(_split(), "t")], negatives="trap")
     assert {tid for tid, _ in examples[0].negatives} == {"t:hose-leak-1.1", "t:hose-leak-1.2"}
+
+
+def test_no_hard_negatives_leaves_in_batch_ones_alone() -> None:
+    examples = build_examples([index_split(_split(), "t")], kinds=["question", "thread"], negatives="none")
+    assert examples
+    assert all(e.negatives == () for e in examples)
+
+
+def test_topic_share_caps_topical_pairs() -> None:
+    split = index_split(_split(), "t")
+    uncapped = build_examples([split], kinds=["question", "summary"], per_topic=3)
+    capped = build_examples([split], kinds=["question", "summary"], per_topic=3, topic_share=0.3)
+    questions = sum(1 for e in uncapped if e.kind == "question")
+    topical = [e for e in capped if e.kind == "summary"]
+    assert sum(1 for e in uncapped if e.kind == "summary") > len(topical)
+    assert len(topical) <= 0.3 * len(capped)
+    assert len(capped) == questions + len(topical)
+
+
+def test_unknown_negatives_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown negatives"):
+        build_examples([index_split(_split(), "t")], negatives="all")
 
 
 def test_thread_and_summary_anchors_pair_with_member_thoughts() -> None:

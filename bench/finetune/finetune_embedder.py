@@ -32,6 +32,7 @@ from bench.finetune.onnx_int8 import describe, export_int8
 from bench.finetune.pairs import (
     DEV_HALVES,
     KINDS,
+    NEGATIVES,
     Example,
     batches,
     build_examples,
@@ -143,8 +144,14 @@ def gather(args: argparse.Namespace) -> list[Example]:
         if args.dev_half:
             split = restrict(split, {f"{path.stem}:{t}" for t in DEV_HALVES[args.dev_half]})
         splits.append(split)
+    kinds = list(dict.fromkeys([*args.kinds, *(["thread", "summary"] if args.topic_pairs else [])]))
     return build_examples(
-        splits, args.kinds, per_topic=args.per_topic, same_topic_negatives=args.same_topic_negatives, seed=args.seed
+        splits,
+        kinds,
+        per_topic=args.per_topic,
+        negatives=args.negatives,
+        seed=args.seed,
+        topic_share=args.topic_share if args.topic_pairs else None,
     )
 
 
@@ -156,7 +163,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--dev-half", choices=sorted(DEV_HALVES), help="early experiment: one half of dev only")
     parser.add_argument("--kinds", nargs="+", default=["question"], choices=KINDS)
     parser.add_argument("--per-topic", type=int, default=4, help="thread/summary pairs per topic")
-    parser.add_argument("--no-same-topic-negatives", dest="same_topic_negatives", action="store_false")
+    parser.add_argument(
+        "--negatives",
+        choices=NEGATIVES,
+        default="same-topic",
+        help="hard negatives: the near-miss twin and the topic's other thoughts (same-topic), "
+        "the twin only (trap), or in-batch only (none)",
+    )
+    parser.add_argument(
+        "--topic-pairs",
+        action="store_true",
+        help="add thread-description and summary -> member pairs (kinds thread and summary), capped by --topic-share",
+    )
+    parser.add_argument("--topic-share", type=float, default=0.3, help="with --topic-pairs: most share of all pairs")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--batch-size", type=int, default=16)
@@ -166,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     examples = gather(args)
-    counts = {k: sum(1 for e in examples if e.kind == k) for k in args.kinds}
+    counts = {k: sum(1 for e in examples if e.kind == k) for k in KINDS}
     print(f"{len(examples)} examples {counts}", flush=True)
     if not examples:
         raise SystemExit("no training examples: the files have no answerable questions or thread topics.")

@@ -6,9 +6,11 @@ and every thought id that is right for the anchor, so that another example's pos
 same batch is not pushed away when it answers this anchor too.
 
 Kinds of pairs:
-- `question`: a question and each of its answer thoughts. Hard negatives are the thoughts of
-  the answer topic's near-miss twin (a topic sharing its words but not its subject) and the
-  topic's other thoughts that do not answer the question.
+- `question`: a question and each of its answer thoughts. Hard negatives (`NEGATIVES`) are the
+  thoughts of the answer topic's near-miss twin (a topic sharing its words but not its subject)
+  and, with `same-topic`, the topic's other thoughts that do not answer the question; `trap`
+  keeps the twin only (pushing a topic's own thoughts apart hurts matching them to a thread);
+  `none` leaves in-batch negatives alone.
 - `thread`: a thread's name and description and a member thought (a few per topic); negatives
   from the near-miss twin.
 - `summary`: the topic's one-line summary and a member thought, like `thread`.
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 KINDS = ("question", "thread", "summary")
+NEGATIVES = ("same-topic", "trap", "none")
 # The early experiment's halves of dev (by topic, near-miss twins kept together): fine-tune on
 # one half's questions, measure on the other's.
 DEV_HALVES = {
@@ -133,8 +136,8 @@ def _pool(split: Split, topics: Iterable[str], exclude: set[str], same_topic: It
     return tuple(t for t in dict.fromkeys(ids) if t not in exclude)
 
 
-def question_examples(split: Split, same_topic_negatives: bool = True) -> list[Example]:
-    """Each answerable question with each of its answers."""
+def question_examples(split: Split, negatives: str = "same-topic") -> list[Example]:
+    """Each answerable question with each of its answers, hard negatives as `negatives` says."""
     out = []
     for q in split.questions:
         answers = [a for a in q["answers"] if a in split.texts]
@@ -142,15 +145,15 @@ def question_examples(split: Split, same_topic_negatives: bool = True) -> list[E
             continue
         right = frozenset(answers)
         topics = sorted({t for a in answers for t in split.topic_of[a]})
-        same = [t for topic in topics for t in split.by_topic[topic]] if same_topic_negatives else []
-        pool = _pool(split, topics, set(right), same)
+        same = [t for topic in topics for t in split.by_topic[topic]] if negatives == "same-topic" else []
+        pool = _pool(split, topics, set(right), same) if negatives != "none" else ()
         negs = tuple((t, split.texts[t]) for t in pool)
         for a in answers:
             out.append(Example("question", str(q["query"]), a, split.texts[a], negs, right))
     return out
 
 
-def _member_examples(split: Split, kind: str, per_topic: int, rng: random.Random) -> list[Example]:
+def _member_examples(split: Split, kind: str, per_topic: int, rng: random.Random, twins_too: bool) -> list[Example]:
     out = []
     for topic, info in sorted(split.topics.items()):
         if kind == "thread":
@@ -166,7 +169,8 @@ def _member_examples(split: Split, kind: str, per_topic: int, rng: random.Random
         if not members:
             continue
         right = frozenset(members)
-        negs = tuple((t, split.texts[t]) for t in _pool(split, [topic], set(right), []))
+        pool = _pool(split, [topic], set(right), []) if twins_too else ()
+        negs = tuple((t, split.texts[t]) for t in pool)
         for tid in rng.sample(members, min(per_topic, len(members))):
             out.append(Example(kind, anchor, tid, split.texts[tid], negs, right))
     return out
@@ -176,22 +180,35 @@ def build_examples(
     splits: Sequence[Split],
     kinds: Sequence[str] = ("question",),
     per_topic: int = 4,
-    same_topic_negatives: bool = True,
+    negatives: str = "same-topic",
     seed: int = 0,
+    topic_share: float | None = None,
 ) -> list[Example]:
-    """Every example of the requested kinds over all splits, in a fixed order."""
+    """Every example of the requested kinds over all splits, in a fixed order.
+
+    `topic_share` caps the thread and summary examples at that share of the total (sampled
+    with the seed), so topical pairs teach togetherness without drowning the questions.
+    """
     unknown = set(kinds) - set(KINDS)
     if unknown:
         raise ValueError(f"unknown pair kinds {sorted(unknown)}; choose from {', '.join(KINDS)}")
+    if negatives not in NEGATIVES:
+        raise ValueError(f"unknown negatives {negatives!r}; choose from {', '.join(NEGATIVES)}")
     rng = random.Random(seed)
-    out: list[Example] = []
+    asked: list[Example] = []
+    topical: list[Example] = []
     for split in splits:
         if "question" in kinds:
-            out.extend(question_examples(split, same_topic_negatives))
+            asked.extend(question_examples(split, negatives))
         for kind in ("thread", "summary"):
             if kind in kinds:
-                out.extend(_member_examples(split, kind, per_topic, rng))
-    return out
+                topical.extend(_member_examples(split, kind, per_topic, rng, negatives != "none"))
+    if topic_share is not None and asked:
+        cap = int(topic_share * len(asked) / (1 - topic_share)) if topic_share < 1 else len(topical)
+        if len(topical) > cap:
+            keep = set(rng.sample(range(len(topical)), cap))
+            topical = [ex for i, ex in enumerate(topical) if i in keep]
+    return asked + topical
 
 
 def batches(examples: Sequence[Example], size: int, rng: random.Random) -> list[list[Example]]:
