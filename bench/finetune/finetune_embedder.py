@@ -162,17 +162,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--dev-half", choices=sorted(DEV_HALVES), help="early experiment: one half of dev only")
     parser.add_argument("--kinds", nargs="+", default=["question"], choices=KINDS)
-    parser.add_argument("--per-topic", type=int, default=4, help="thread/summary pairs per topic")
+    parser.add_argument("--per-topic", type=int, default=6, help="thread/summary pairs per topic")
     parser.add_argument(
         "--negatives",
         choices=NEGATIVES,
-        default="same-topic",
+        default="trap",
         help="hard negatives: the near-miss twin and the topic's other thoughts (same-topic), "
         "the twin only (trap), or in-batch only (none)",
     )
     parser.add_argument(
         "--topic-pairs",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="add thread-description and summary -> member pairs (kinds thread and summary), capped by --topic-share",
     )
     parser.add_argument("--topic-share", type=float, default=0.3, help="with --topic-pairs: most share of all pairs")

@@ -27,9 +27,9 @@ class Tuning:
     members weighs their centroid n / (n + blend_k) against its description's embedding.
     """
 
-    threshold: float = 0.61
-    margin: float = 0.10
-    blend_k: float = 0.0
+    threshold: float = 0.54
+    margin: float = 0.08
+    blend_k: float = 1.0
 
 
 TUNING = Tuning()
