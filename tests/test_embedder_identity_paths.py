@@ -16,6 +16,7 @@ from mcp import Client
 
 from tests.embedder_support import Recorder, embed_all, expected_vectors, other_model, same_vectors, stored, write_notes
 from tests.golden.harness import library_harness
+from tests.sample_notes import DRIP, HOSE
 from tests.thread_support import call, connected, create, served, think
 from thoughtline.config import Settings
 from thoughtline.identity import OWNER_KEY
@@ -63,16 +64,6 @@ GARDEN = (
     "The backyard drip irrigation line and the garden hose are leaking; the water bill jumped. "
     "Tracking the hunt for the leak and the repairs.",
 )
-HOSE = [
-    "The water meter keeps spinning with every tap in the house closed, so the leak is outside in the garden.",
-    "Found a split in the garden hose next to the spigot, and the drip irrigation emitter by the tomatoes sprays.",
-    "Replaced the hose washer and capped the broken drip line emitter; the water meter is still now.",
-]
-DRIP = [
-    "The lawn by the fence stays soggy; I suspect the buried drip irrigation line is leaking.",
-    "Dug it up: the drip line fitting under the fence cracked, water pools around it when the timer runs.",
-    "New compression fitting on the drip line; no more soggy patch, the garden irrigation timer is back on.",
-]
 
 
 async def write_sequence(client: Client, thoughts: list[str]) -> str:

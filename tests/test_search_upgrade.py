@@ -7,6 +7,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from tests.sample_notes import BOILER, LEASE
 from tests.support import TOKEN, mcp_client, serve_in_thread, text
 from thoughtline.config import Settings
 from thoughtline.identity import OWNER_KEY
@@ -24,16 +25,6 @@ pytestmark = pytest.mark.anyio
 BEFORE = [m for m in MIGRATIONS if m.name != "0007_search_ranking"]
 # The pre-issue-8 rule embedded a thought of up to 1,000 characters as one vector.
 OLD_RULE_MIN_CHARS = 1_000
-
-BOILER = [
-    "The upstairs radiators stay cold while the downstairs ones heat fine. Bleeding them let out air.",
-    "Pressure gauge reads 0.4 bar with the heating on. The installer's sticker says 1.2 bar cold.",
-    "Topped up through the filling loop to 1.3 bar. All radiators warm within twenty minutes.",
-]
-LEASE = [
-    "Lease renewal: the landlord proposes 6% more from March. Comparable flats list 2-3% higher.",
-    "Counter-offer at 3% with a two-year term, sent by email on Friday",
-]
 
 
 def _add(conn: apsw.Connection, public_id: str, title: str, bodies: list[str]) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from tests.sample_notes import DRIP, HOSE
 from tests.thread_support import Served, call, connected, create, refused, served, think
 from thoughtline.config import Settings
 from thoughtline.library.embed import MiniLMEmbedder
@@ -23,16 +24,6 @@ RUNNING = (
     "Marathon training",
     "Training for the autumn marathon: weekly mileage, long runs, the sore calf and race-day fueling.",
 )
-HOSE = [
-    "The water meter keeps spinning with every tap in the house closed, so the leak is outside in the garden.",
-    "Found a split in the garden hose next to the spigot, and the drip irrigation emitter by the tomatoes sprays.",
-    "Replaced the hose washer and capped the broken drip line emitter; the water meter is still now.",
-]
-DRIP = [
-    "The lawn by the fence stays soggy; I suspect the buried drip irrigation line is leaking.",
-    "Dug it up: the drip line fitting under the fence cracked, water pools around it when the timer runs.",
-    "New compression fitting on the drip line; no more soggy patch, the garden irrigation timer is back on.",
-]
 RUN = [
     "Long run of 28 km on Sunday for the marathon; my calf felt tight after 20 km.",
     "Plan: drop weekly mileage to 50 km, add calf raises, and take an energy gel every 40 minutes on long runs.",
