@@ -25,19 +25,23 @@ def _key(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def model_tag(model: Path | None) -> str:
+def model_tag(model: Path | None, pooling: str = "mean") -> str:
     """A name for the vectors a model makes: the shipped model's, or a hash of another model file."""
     if model is None:
         # The vendored file may be replaced: caches of the old shipped model keep their name.
         shipped = MiniLMEmbedder().model_id
         return "minilm" if shipped == LEGACY_MODEL_ID else f"minilm-{shipped}"
     digest = hashlib.sha256(model.read_bytes()).hexdigest()[:12]
-    return f"model-{digest}"
+    return f"model-{digest}" if pooling == "mean" else f"model-{digest}-{pooling}"
 
 
-def cached_embedder(model: Path | None = None) -> CachedEmbedder:
-    """The evaluations' embedder: the shipped MiniLM, or the ONNX file `model`, each with its own cache."""
-    return CachedEmbedder(MiniLMEmbedder(model_path=model), CACHE_DIR / f"{model_tag(model)}.sqlite3")
+def cached_embedder(model: Path | None = None, pooling: str = "mean", query_prefix: str = "") -> CachedEmbedder:
+    """The evaluations' embedder: the shipped MiniLM, or the ONNX file `model`, each with its own cache.
+
+    The cache is keyed by text, so a query prefix needs no cache of its own.
+    """
+    inner = MiniLMEmbedder(model_path=model, pooling=pooling, query_prefix=query_prefix)
+    return CachedEmbedder(inner, CACHE_DIR / f"{model_tag(model, pooling)}.sqlite3")
 
 
 class CachedEmbedder:
@@ -57,6 +61,11 @@ class CachedEmbedder:
     def dim(self) -> int:
         """The wrapped embedder's dimension."""
         return self._inner.dim
+
+    @property
+    def query_prefix(self) -> str:
+        """The wrapped embedder's query instruction."""
+        return self._inner.query_prefix
 
     @property
     def model_id(self) -> str:

@@ -209,6 +209,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--conversations", default="", help="comma list of ids (default: all ten)")
     parser.add_argument("--workdir", type=Path, default=None, help="reuse stores here (default: a temp dir)")
     parser.add_argument("--model", type=Path, help="an ONNX embedding model other than the shipped one")
+    parser.add_argument("--pooling", choices=("mean", "cls"), default="mean", help="how --model pools tokens")
+    parser.add_argument("--query-prefix", default="", help="an instruction put before each query (BGE's)")
     parser.add_argument(
         "--passage-min-chars",
         type=int,
@@ -231,9 +233,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     wanted = {c.strip() for c in args.conversations.split(",") if c.strip()}
     with tempfile.TemporaryDirectory(prefix="locomo-") as scratch:
-        workdir = (args.workdir or Path(scratch)) / model_tag(args.model)
+        workdir = (args.workdir or Path(scratch)) / model_tag(args.model, args.pooling)
         workdir.mkdir(parents=True, exist_ok=True)
-        embedder = cached_embedder(args.model)
+        embedder = cached_embedder(args.model, args.pooling, args.query_prefix)
         totals = {m: Scores([], [], [], [], [], []) for m in MODES}
         per_convo: dict[str, float] = {}
         for cid, convo in conversations(args.data):

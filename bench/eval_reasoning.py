@@ -296,10 +296,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "thoughtline-eval-stores")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--model", type=Path, help="an ONNX embedding model other than the shipped one")
+    parser.add_argument("--pooling", choices=("mean", "cls"), default="mean", help="how --model pools tokens")
+    parser.add_argument("--query-prefix", default="", help="an instruction put before each query (BGE's)")
     args = parser.parse_args(argv)
     # Stores hold vectors, so each model gets stores of its own.
-    args.workdir = args.workdir / model_tag(args.model)
-    embedder = cached_embedder(args.model)
+    args.workdir = args.workdir / model_tag(args.model, args.pooling)
+    embedder = cached_embedder(args.model, args.pooling, args.query_prefix)
     args.workdir.mkdir(parents=True, exist_ok=True)
     sets: dict[str, Any] = {}
     for name in [s.strip() for s in args.splits.split(",") if s.strip()]:

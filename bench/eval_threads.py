@@ -200,10 +200,10 @@ def _desc(thread: Mapping[str, str]) -> dict[str, str]:
     return {"description": thread["description"]} if thread.get("description") else {}
 
 
-async def evaluate(splits: Sequence[str], sweep: bool, model: Path | None = None) -> None:
+async def evaluate(splits: Sequence[str], sweep: bool, model: Path | None = None, pooling: str = "mean") -> None:
     """Run both flows on each split and print the scores (and the train/dev sweep when asked)."""
-    embedder = cached_embedder(model)
-    tag = model_tag(model)
+    embedder = cached_embedder(model, pooling)
+    tag = model_tag(model, pooling)
     print(f"model {tag}; tuning: threshold {TUNING.threshold} margin {TUNING.margin} blend_k {TUNING.blend_k}")
     # A fresh directory per run: stores made with one model never meet another model's vectors.
     with tempfile.TemporaryDirectory(prefix=f"eval-threads-{tag}-") as tmp:
@@ -226,9 +226,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--splits", default="dev,test", help="comma-separated: train, dev, test")
     parser.add_argument("--sweep", action="store_true", help="grid over the tuning on train/dev (never on test)")
     parser.add_argument("--model", type=Path, help="an ONNX embedding model other than the shipped one")
+    parser.add_argument("--pooling", choices=("mean", "cls"), default="mean", help="how --model pools tokens")
     args = parser.parse_args(argv)
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]
-    asyncio.run(evaluate(splits, args.sweep, args.model))
+    asyncio.run(evaluate(splits, args.sweep, args.model, args.pooling))
 
 
 if __name__ == "__main__":

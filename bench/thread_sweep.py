@@ -264,13 +264,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--splits", default="train,dev")
     parser.add_argument("--model", type=Path, help="an ONNX embedding model other than the shipped one")
+    parser.add_argument("--pooling", choices=("mean", "cls"), default="mean", help="how --model pools tokens")
     parser.add_argument("--passages", action="store_true", help="also sweep sequence vectors from passages")
     parser.add_argument("--threshold", type=float, default=TUNING.threshold, help="the point to show around")
     parser.add_argument("--margin", type=float, default=TUNING.margin)
     parser.add_argument("--blend-k", type=float, default=TUNING.blend_k)
     args = parser.parse_args(argv)
-    embedder = cached_embedder(args.model)
-    print(f"model {model_tag(args.model)}; shipped tuning {TUNING}")
+    embedder = cached_embedder(args.model, args.pooling)
+    print(f"model {model_tag(args.model, args.pooling)}; shipped tuning {TUNING}")
     sets = [load(s) for s in splits_arg(args.splits)]
     run_sweep(sets, embedder, Tuning(args.threshold, args.margin, args.blend_k), args.passages)
 

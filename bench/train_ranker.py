@@ -264,6 +264,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--fold-seeds", default="8", help="comma-separated seeds of the dev fold assignment")
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--model", type=Path, help="an ONNX embedding model other than the shipped one")
+    parser.add_argument("--pooling", choices=("mean", "cls"), default="mean", help="how --model pools tokens")
+    parser.add_argument("--query-prefix", default="", help="an instruction put before each query (BGE's)")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "thoughtline-eval-stores")
     args = parser.parse_args(argv)
     specs = [s.strip() for s in args.splits.split(",") if s.strip()]
@@ -272,13 +274,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     if "dev" not in specs:
         raise SystemExit("--splits must include dev: cross-validation holds out dev topics")
     # Stores hold vectors, so each model gets stores of its own.
-    args.workdir = args.workdir / model_tag(args.model)
+    args.workdir = args.workdir / model_tag(args.model, args.pooling)
     current = json.loads(WEIGHTS.read_text())
     # Pools are gathered under the shipped ranker (its top sequences feed `seq_coverage`, as at
     # run time), without the abstention model (whose small-store shrinkage would alter features).
     shipped = {"ranker": current["ranker"]} if current.get("features") == list(ranker.CANDIDATE_FEATURES) else {}
     models = ranker.load_models({"seq_weight": current.get("seq_weight", 0.5), **shipped})
-    embedder = cached_embedder(args.model)
+    embedder = cached_embedder(args.model, args.pooling, args.query_prefix)
     examples = [e for spec in specs for e in collect(spec, models, args.workdir, embedder, args.shards)]
     if args.ablation:
         examples += [e for spec in specs for e in collect_ablated(spec, models, args.workdir, embedder, args.shards)]
@@ -313,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         out = {
             "_comment": f"Written by bench/train_ranker.py (bench/data/reasoning): ranker on {' + '.join(counts)}, "
             f"abstention on {args.abstain_splits.replace(',', ' + ') or ' + '.join(counts)}, threshold from "
-            f"{args.threshold_splits} held-out doubts; embedder {model_tag(args.model)}.",
+            f"{args.threshold_splits} held-out doubts; embedder {model_tag(args.model, args.pooling)}.",
             "seq_weight": models.seq_weight,
             "features": list(ranker.CANDIDATE_FEATURES),
             "ranker": full.to_json(),

@@ -38,6 +38,11 @@ class Recorder:
         return self._inner.dim
 
     @property
+    def query_prefix(self) -> str:
+        """The wrapped embedder's query instruction."""
+        return self._inner.query_prefix
+
+    @property
     def model_id(self) -> str:
         """The chosen id, or the wrapped embedder's own."""
         return self._id or self._inner.model_id

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
+import pytest
 
+from tests.embedder_support import Recorder, embed_all, write_notes
+from tests.golden.harness import library_harness
 from thoughtline.library.embed import MAX_TOKENS, MINILM_DIM, MiniLMEmbedder
 
 
@@ -66,3 +70,34 @@ def test_the_search_tools_do_not_pull_numpy_into_a_cold_start() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == ""
+
+
+def test_cls_pooling_is_another_model_with_unit_vectors(embedder: MiniLMEmbedder) -> None:
+    # Other packaged models (BGE) pool the [CLS] token: their vectors and their id differ.
+    cls = MiniLMEmbedder(pooling="cls")
+    text = ["the nightly export job failed after the schema change"]
+    mean_vec, cls_vec = embedder.embed(text)[0], cls.embed(text)[0]
+    assert np.isclose(float(np.linalg.norm(cls_vec)), 1.0, atol=1e-5)
+    assert float(mean_vec @ cls_vec) < 0.99
+    assert cls.model_id != embedder.model_id
+
+
+def test_an_unknown_pooling_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        MiniLMEmbedder(pooling="max")
+
+
+
+@pytest.mark.anyio
+async def test_the_query_prefix_is_put_before_search_queries_only(tmp_path: Path) -> None:
+    # BGE was trained with an instruction before queries and none before passages.
+    prefix = "Represent this sentence for searching relevant passages: "
+    recorder = Recorder(MiniLMEmbedder(query_prefix=prefix))
+    async with library_harness(tmp_path / "data", recorder) as h:
+        await write_notes(h, 2)
+        await embed_all(h)
+        stored_texts = list(recorder.texts)
+        await h.ok("search_thoughts", {"query": "which worker reported codeword1"})
+    assert stored_texts
+    assert all(not t.startswith(prefix) for t in stored_texts)
+    assert recorder.texts[len(stored_texts) :] == [prefix + "which worker reported codeword1"]

@@ -236,6 +236,7 @@ async def test_a_fault_while_re_queueing_leaves_the_old_vectors_and_the_search_s
 async def test_writes_never_ask_for_the_model_id(tmp_path: Path) -> None:
     class Untouchable:
         dim = 384
+        query_prefix = ""
 
         @property
         def model_id(self) -> str:

@@ -46,6 +46,11 @@ class CountingEmbedder:
         return self._inner.dim
 
     @property
+    def query_prefix(self) -> str:
+        """The wrapped embedder's query instruction."""
+        return self._inner.query_prefix
+
+    @property
     def model_id(self) -> str:
         """The wrapped embedder's model id."""
         return self._inner.model_id

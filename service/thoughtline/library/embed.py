@@ -26,7 +26,15 @@ MAX_TOKENS = 256
 MAX_BATCH = 16
 # What vectors depend on besides the model and tokenizer files; part of `model_id`, so a change
 # of pooling or window re-embeds every store.
-RECIPE = f"mean-pooled, {MAX_TOKENS} tokens".encode()
+POOLINGS = ("mean", "cls")
+
+
+def recipe(pooling: str) -> bytes:
+    """The part of `model_id` that is neither file: how token vectors become one vector."""
+    return f"{pooling}-pooled, {MAX_TOKENS} tokens".encode()
+
+
+RECIPE = recipe("mean")
 
 Vectors = NDArray[np.float32]
 
@@ -44,6 +52,14 @@ class Embedder(Protocol):
         """A short stable id of the vectors this embedder makes (same id: comparable vectors).
 
         Computed on first use, never at start or on a write; stores record it (model_identity.py).
+        """
+        ...
+
+    @property
+    def query_prefix(self) -> str:
+        """Put before a search query (not a stored text) when embedding it; empty for MiniLM.
+
+        Some retrieval models were trained with an instruction on the query side only.
         """
         ...
 
@@ -85,13 +101,25 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) with mean pooling, run on onnxruntime's CPU provider.
 
     The model file ships inside the package (`models/minilm/model.onnx`, see its NOTICE);
-    `model_path` runs another ONNX file with the same inputs and outputs instead.
+    `model_path` runs another ONNX file with the same inputs, output and vocabulary instead (the
+    evaluations measure other packaged models so: `pooling="cls"` and a `query_prefix` for BGE).
 
     The session is created on first use, so constructing one is free. Thread-safe: ONNX
     sessions allow concurrent `run` calls, and loading is guarded by a lock.
     """
 
-    def __init__(self, model_path: Path | None = None, threads: int = 0, batch_size: int = MAX_BATCH) -> None:
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        threads: int = 0,
+        batch_size: int = MAX_BATCH,
+        pooling: str = "mean",
+        query_prefix: str = "",
+    ) -> None:
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, not {pooling!r}")
+        self._pooling = pooling
+        self._query_prefix = query_prefix
         self._model_path = model_path
         self._threads = threads
         self._batch_size = max(1, batch_size)
@@ -106,12 +134,17 @@ class MiniLMEmbedder:
         return MINILM_DIM
 
     @property
+    def query_prefix(self) -> str:
+        """The instruction put before queries (none for the shipped MiniLM)."""
+        return self._query_prefix
+
+    @property
     def model_id(self) -> str:
         """Short sha256 of the model file, the tokenizer and the pooling recipe; hashed once, on first use."""
         with self._lock:
             if self._model_id is None:
                 path = self._model_path or shipped_model_path()
-                self._model_id = model_identity.model_id(path, _tokenizer_path(), RECIPE)
+                self._model_id = model_identity.model_id(path, _tokenizer_path(), recipe(self._pooling))
             return self._model_id
 
     def _load(self) -> tuple[Any, Any]:
@@ -154,7 +187,10 @@ class MiniLMEmbedder:
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             hidden = session.run(["last_hidden_state"], feeds)[0]
-            weights = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            if self._pooling == "cls":
+                pooled = hidden[:, 0, :]
+            else:
+                weights = mask[:, :, None].astype(np.float32)
+                pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             out[chunk] = normalise(pooled.astype(np.float32))
         return out

@@ -130,7 +130,7 @@ def gather(
     if mode in ("hybrid", "vector") and embedder is not None:
         index = index if index is not None else DenseIndex()
         index.refresh(conn)
-        scores = index.score(embedder.embed([query])[0])
+        scores = index.score(embedder.embed([embedder.query_prefix + query])[0])
         dense = _dense_side(conn, scores, filters, tuning.pool, models.seq_weight)
     if mode != "hybrid":
         ids = list(keyword) if mode == "keyword" else list(dense)
