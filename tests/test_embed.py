@@ -87,7 +87,6 @@ def test_an_unknown_pooling_is_refused_by_name() -> None:
         MiniLMEmbedder(pooling="max")
 
 
-
 @pytest.mark.anyio
 async def test_the_query_prefix_is_put_before_search_queries_only(tmp_path: Path) -> None:
     # BGE was trained with an instruction before queries and none before passages.
