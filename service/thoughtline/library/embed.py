@@ -24,17 +24,16 @@ MAX_TOKENS = 256
 # onnxruntime sizes its activations by batch x longest text; small batches keep peak memory
 # flat (one batch of 32 long texts held ~1.5 GB with the arena on, issue 5).
 MAX_BATCH = 16
-# What vectors depend on besides the model and tokenizer files; part of `model_id`, so a change
-# of pooling or window re-embeds every store.
 POOLINGS = ("mean", "cls")
 
 
 def recipe(pooling: str) -> bytes:
-    """The part of `model_id` that is neither file: how token vectors become one vector."""
+    """What vectors depend on besides the model and tokenizer files: how token vectors become one.
+
+    Part of `model_id`, so a change of pooling or window re-embeds every store. Mean pooling gives
+    the recipe every store before issue 8's round 4 recorded ("mean-pooled, 256 tokens").
+    """
     return f"{pooling}-pooled, {MAX_TOKENS} tokens".encode()
-
-
-RECIPE = recipe("mean")
 
 Vectors = NDArray[np.float32]
 
