@@ -35,6 +35,7 @@ def recipe(pooling: str) -> bytes:
     """
     return f"{pooling}-pooled, {MAX_TOKENS} tokens".encode()
 
+
 Vectors = NDArray[np.float32]
 
 
