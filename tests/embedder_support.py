@@ -23,14 +23,11 @@ from thoughtline.storage.migrations import VECTOR_SLOTS
 NOTE = "Note "
 
 
-class Recorder:
-    """Wraps an embedder under a chosen id; records every text it embeds; can reverse dimensions."""
+class Wrapping:
+    """The `Embedder` properties of a test wrapper, taken from the real embedder it wraps."""
 
-    def __init__(self, inner: MiniLMEmbedder, model_id: str | None = None, *, reversed_dims: bool = False) -> None:
+    def __init__(self, inner: MiniLMEmbedder) -> None:
         self._inner = inner
-        self._id = model_id
-        self._reversed = reversed_dims
-        self.texts: list[str] = []
 
     @property
     def dim(self) -> int:
@@ -41,6 +38,21 @@ class Recorder:
     def query_prefix(self) -> str:
         """The wrapped embedder's query instruction."""
         return self._inner.query_prefix
+
+    @property
+    def model_id(self) -> str:
+        """The wrapped embedder's model id."""
+        return self._inner.model_id
+
+
+class Recorder(Wrapping):
+    """Wraps an embedder under a chosen id; records every text it embeds; can reverse dimensions."""
+
+    def __init__(self, inner: MiniLMEmbedder, model_id: str | None = None, *, reversed_dims: bool = False) -> None:
+        super().__init__(inner)
+        self._id = model_id
+        self._reversed = reversed_dims
+        self.texts: list[str] = []
 
     @property
     def model_id(self) -> str:

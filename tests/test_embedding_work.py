@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.embedder_support import Wrapping
 from tests.golden.harness import LibraryHarness, library_harness
 from tests.support import TOKEN, mcp_client, serve_in_thread
 from thoughtline.config import Settings
@@ -29,31 +30,16 @@ pytestmark = pytest.mark.anyio
 NOTE = "Note "  # every stored thought starts so; queries never do
 
 
-class CountingEmbedder:
+class CountingEmbedder(Wrapping):
     """Wraps an embedder: records each batch of thought bodies, and can hold one batch at a gate."""
 
     def __init__(self, inner: MiniLMEmbedder) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.body_batches: list[list[str]] = []
         self.entered = threading.Event()
         self.release = threading.Event()
         self._hold = False
         self._lock = threading.Lock()
-
-    @property
-    def dim(self) -> int:
-        """The wrapped embedder's dimension."""
-        return self._inner.dim
-
-    @property
-    def query_prefix(self) -> str:
-        """The wrapped embedder's query instruction."""
-        return self._inner.query_prefix
-
-    @property
-    def model_id(self) -> str:
-        """The wrapped embedder's model id."""
-        return self._inner.model_id
 
     def hold_next_batch(self) -> None:
         """The next batch of bodies waits in `embed` until `release` is set."""
