@@ -67,7 +67,8 @@ async def test_a_second_user_sees_none_of_the_first_users_data(app: Served) -> N
         "INSERT INTO thread_proposals(thread, sequence_id, similarity, proposed_at) "
         "SELECT t.id, s.id, 0.9, 1 FROM threads t, sequences s"
     )
-    pid = f"prp_{app.query('SELECT id FROM thread_proposals')[0][0]}"
+    rowid = app.query("SELECT id FROM thread_proposals")[0][0]
+    pid = f"prp_{rowid}"
     before = app.counts()
     async with api_client(app, "bob-api") as bob:
         listed = body(await bob.get("/sequences"))
