@@ -11,8 +11,9 @@ from tests.api_support import API, api_client, body, refusal
 from tests.support import mcp_client
 from tests.thread_support import Served, call, connected, create, served, think
 from thoughtline.config import Settings
-from thoughtline.identity import Principal
+from thoughtline.identity import OWNER_KEY, Principal
 from thoughtline.library.embed import MiniLMEmbedder
+from thoughtline.storage.router import store_path
 from thoughtline.web.app import Extras
 
 pytestmark = pytest.mark.anyio
@@ -146,3 +147,14 @@ async def test_with_the_library_off_only_reading_a_sequence_by_its_id_is_served(
         assert code == "not_found"
         assert "THOUGHTLINE_LIBRARY=off" in message
     assert app.counts()["sequences"] == 1
+
+
+async def test_a_store_that_cannot_be_opened_answers_503_storage_error_not_a_500(settings: Settings) -> None:
+    path = store_path(settings.data_dir, OWNER_KEY)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"this is not a SQLite database, " * 200)
+    with served(settings) as app:
+        async with api_client(app) as api:
+            code, message = refusal(await api.get("/threads"), 503)
+    assert code == "storage_error"
+    assert "Traceback" not in message

@@ -59,7 +59,7 @@ def _grouped(api: Api, library: bool) -> list[BaseRoute]:
                 by_path.setdefault(path, {})[method] = handler
     routes: list[BaseRoute] = []
     for path, handlers in by_path.items():
-        endpoints = {method: api.endpoint(h) for method, h in handlers.items()}
+        endpoints = {method: api.endpoint(h, f"{method} {PREFIX}{path}") for method, h in handlers.items()}
         routes.append(Route(path, _dispatch(endpoints, None if library else _fallback(library)), methods=_METHODS))
     return routes
 
