@@ -58,15 +58,23 @@ async def test_the_list_filters_by_status_and_thread_like_manage_sequence(app: S
     assert too_many[0] == "invalid_input"
 
 
-async def test_a_list_cursor_is_refused_when_edited_or_reused_with_other_filters(app: Served) -> None:
+async def test_a_list_cursor_is_refused_when_edited_reused_with_other_filters_or_of_another_purpose(
+    app: Served,
+) -> None:
     async with connected(app) as client:
         for i in range(3):
             await think(client, f"sequence {i}")
+        seq = await think(client, "one")
+        await think(client, "two", 2, sequenceId=seq)
+        history = await call(client, "get_thought_history", sequenceId=seq, limit=1)
     async with api_client(app) as api:
         cursor = body(await api.get("/sequences", params={"limit": "1"}))["nextCursor"]
         forged = refusal(await api.get("/sequences", params={"cursor": cursor[:-2] + "xx"}), 400)
         other = refusal(await api.get("/sequences", params={"cursor": cursor, "status": "active"}), 400)
-    assert forged[0] == other[0] == "invalid_input"
+        foreign = refusal(await api.get("/sequences", params={"cursor": history["nextCursor"]}), 400)
+        crossed = refusal(await api.get(f"/sequences/{seq}", params={"cursor": cursor}), 400)
+    assert forged[0] == other[0] == foreign[0] == crossed[0] == "invalid_input"
+    assert "edited or foreign" in foreign[1] and "edited or foreign" in crossed[1]
     assert "'cursor'" in forged[1]
     assert "filters" in other[1]
 
