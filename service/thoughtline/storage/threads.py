@@ -9,6 +9,7 @@ keeps their tables consistent when memberships change.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import apsw
@@ -64,8 +65,9 @@ class MemberRow:
 
 @dataclass(frozen=True)
 class EventRow:
-    """A member thought that is (or may be) an event, with what the briefing shows of it."""
+    """A member thought that is (or may be) an event; its text is read only for the events shown."""
 
+    thought_id: int
     event: str | None
     final: bool
     revision: bool
@@ -73,7 +75,6 @@ class EventRow:
     sequence_id: str
     thought_number: int
     branch_id: str | None
-    text: str
 
 
 def find_thread(conn: apsw.Connection, name: str) -> ThreadRow | None:
@@ -191,11 +192,12 @@ def set_thread_type(conn: apsw.Connection, thread: ThreadRow, kind: str, now_ms:
 def event_kinds(conn: apsw.Connection, thread_rowid: int, kinds: frozenset[str]) -> set[str]:
     """Which of `kinds` the member thoughts of a thread carry as explicit events.
 
-    The thought filter repeats the WHERE of the partial index `thoughts_events` so it is used.
+    The thought filter repeats the WHERE of the partial index `thoughts_event_log` (sequence, event first).
     """
     found = rows(
         conn,
-        "SELECT DISTINCT t.event FROM thread_members m JOIN thoughts t ON t.sequence_id = m.sequence_id "
+        "SELECT DISTINCT t.event FROM thread_members m "
+        "JOIN thoughts t INDEXED BY thoughts_event_log ON t.sequence_id = m.sequence_id "
         "WHERE m.thread = ?1 AND (t.event IS NOT NULL OR t.next_needed = 0 OR t.is_revision = 1) "
         "AND t.event IN (SELECT value FROM json_each(?2))",
         (thread_rowid, json.dumps(sorted(kinds))),
@@ -257,16 +259,16 @@ def members(conn: apsw.Connection, thread_rowid: int) -> list[MemberRow]:
 
 
 def event_rows(conn: apsw.Connection, thread_rowid: int) -> list[EventRow]:
-    """Member thoughts that carry an event or a derived one, oldest first.
+    """Member thoughts that carry an event or a derived one, oldest first (without their text).
 
-    The thought filter repeats the WHERE of the partial index `thoughts_events` so it is used.
+    The thought filter repeats the WHERE of the partial index `thoughts_event_log`, which covers
+    every column read here, so no thought row is visited.
     """
     found = rows(
         conn,
-        "SELECT t.event, t.next_needed, t.is_revision, t.created_at, s.public_id, t.number, b.name, "
-        f"substr(t.body, 1, {_EVENT_TEXT_CHARS}) "
+        "SELECT t.id, t.event, t.next_needed, t.is_revision, t.created_at, s.public_id, t.number, b.name "
         "FROM thread_members m JOIN sequences s ON s.id = m.sequence_id "
-        "JOIN thoughts t ON t.sequence_id = m.sequence_id "
+        "JOIN thoughts t INDEXED BY thoughts_event_log ON t.sequence_id = m.sequence_id "
         "LEFT JOIN branches b ON b.id = t.branch "
         "WHERE m.thread = ? AND (t.event IS NOT NULL OR t.next_needed = 0 OR t.is_revision = 1) "
         "ORDER BY t.created_at, t.id",
@@ -274,17 +276,27 @@ def event_rows(conn: apsw.Connection, thread_rowid: int) -> list[EventRow]:
     )
     return [
         EventRow(
-            event=r[0],
-            final=not r[1],
-            revision=bool(r[2]),
-            at=int(r[3]),
-            sequence_id=str(r[4]),
-            thought_number=int(r[5]),
-            branch_id=r[6],
-            text=str(r[7]),
+            thought_id=int(r[0]),
+            event=r[1],
+            final=not r[2],
+            revision=bool(r[3]),
+            at=int(r[4]),
+            sequence_id=str(r[5]),
+            thought_number=int(r[6]),
+            branch_id=r[7],
         )
         for r in found
     ]
+
+
+def event_texts(conn: apsw.Connection, thought_ids: Iterable[int]) -> dict[int, str]:
+    """The opening of each of these thoughts (as much as an event shows, and then some)."""
+    found = rows(
+        conn,
+        f"SELECT id, substr(body, 1, {_EVENT_TEXT_CHARS}) FROM thoughts WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(set(thought_ids))),),
+    )
+    return {int(r[0]): str(r[1]) for r in found}
 
 
 def sequence_rowid(conn: apsw.Connection, public_id: str) -> int | None:
