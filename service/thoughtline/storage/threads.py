@@ -192,17 +192,18 @@ def set_thread_type(conn: apsw.Connection, thread: ThreadRow, kind: str, now_ms:
 def event_kinds(conn: apsw.Connection, thread_rowid: int, kinds: frozenset[str]) -> set[str]:
     """Which of `kinds` the member thoughts of a thread carry as explicit events.
 
-    The thought filter repeats the WHERE of the partial index `thoughts_event_log` (sequence, event first).
+    One EXISTS per kind, so a kind stops at its first thought; the thought filter repeats the
+    WHERE of the partial index `thoughts_event_log`, whose leading (sequence, event) it seeks.
     """
-    found = rows(
-        conn,
-        "SELECT DISTINCT t.event FROM thread_members m "
-        "JOIN thoughts t INDEXED BY thoughts_event_log ON t.sequence_id = m.sequence_id "
-        "WHERE m.thread = ?1 AND (t.event IS NOT NULL OR t.next_needed = 0 OR t.is_revision = 1) "
-        "AND t.event IN (SELECT value FROM json_each(?2))",
-        (thread_rowid, json.dumps(sorted(kinds))),
+    ordered = sorted(kinds)
+    probes = ", ".join(
+        "EXISTS (SELECT 1 FROM thread_members m JOIN thoughts t INDEXED BY thoughts_event_log "
+        "ON t.sequence_id = m.sequence_id WHERE m.thread = ?1 "
+        f"AND (t.event IS NOT NULL OR t.next_needed = 0 OR t.is_revision = 1) AND t.event = ?{n})"
+        for n in range(2, len(ordered) + 2)
     )
-    return {str(r[0]) for r in found}
+    found = rows(conn, f"SELECT {probes}", (thread_rowid, *ordered))[0] if ordered else ()
+    return {kind for kind, present in zip(ordered, found, strict=True) if present}
 
 
 def delete_thread(conn: apsw.Connection, thread: ThreadRow) -> tuple[int, int]:
