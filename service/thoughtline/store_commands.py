@@ -154,6 +154,8 @@ def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_backup(settings: Settings, args: argparse.Namespace) -> int:
     """Copy one store (--user) or every store into a new data directory, consistently while serving."""
+    if args.user:
+        _check_user(args.user)
     data_dir = _existing_data_dir(settings, args)
     if data_dir is None:
         return 2
@@ -173,6 +175,7 @@ def cmd_backup(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_new_store(settings: Settings, args: argparse.Namespace) -> int:
     """Deliberately start a user's store empty (after its file was lost and cannot be restored)."""
+    _check_user(args.user)  # a store no caller maps to would be created, and never reached
     data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir
     path = create_store(data_dir, args.user, settings.journal)
     print(f"created an empty store for {args.user} ({path.name})")
