@@ -19,7 +19,17 @@ def test_the_keys_a_caller_maps_to_are_user_keys(key: str) -> None:
 
 @pytest.mark.parametrize(
     "key",
-    ["github:١٢٣", "github:²", "github:１２３", "github:0", "github:", "../../etc", "Owner", "github:12a", "gitlab:1"],
+    [
+        "github:١٢٣",
+        "github:²",
+        "github:\uff11\uff12\uff13",
+        "github:0",
+        "github:",
+        "../../etc",
+        "Owner",
+        "github:12a",
+        "gitlab:1",
+    ],
 )
 def test_keys_no_caller_maps_to_are_refused_non_ascii_digits_included(key: str) -> None:
     assert not is_user_key(key)
