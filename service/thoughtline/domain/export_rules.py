@@ -63,6 +63,7 @@ class _Sequence:
     last_number: int = 0
     last_total: int = 0
     numbers: dict[int, int] = field(default_factory=dict)  # position -> thought number
+    flawed: bool = False  # a thought of it broke a rule: its derived columns are not known
 
 
 @dataclass
@@ -207,10 +208,14 @@ class RecordChecker:
         return problems
 
     def derived(self) -> dict[int, Derived]:
-        """Each sequence's derived columns as its thoughts give them, by the sequence's file id."""
+        """Each sequence's derived columns as its thoughts give them, by the sequence's file id.
+
+        A sequence with a thought that broke a rule is left out: its columns cannot be known.
+        """
         return {
             rowid: Derived(seq.title, seq.count, seq.last_number, seq.last_total)
             for rowid, seq in self._sequences.items()
+            if not seq.flawed
         }
 
     def _sequence(self, f: _Fields) -> dict[str, Any]:
@@ -282,9 +287,19 @@ class RecordChecker:
         }
 
     def _thought(self, f: _Fields) -> dict[str, Any]:
-        rowid, seq_id = f.ident("id"), self._own_sequence(f)
+        seq_id = self._own_sequence(f)
         seq = self._sequences[seq_id]
         f.label = f"thought {seq.count + 1} of {seq.label}"
+        try:
+            return self._thought_fields(f, seq_id, seq)
+        except RecordProblem:
+            # Counted anyway, so a check reports one bad thought once, not again for what follows it.
+            seq.count += 1
+            seq.flawed = True
+            raise
+
+    def _thought_fields(self, f: _Fields, seq_id: int, seq: _Sequence) -> dict[str, Any]:
+        rowid = f.ident("id")
         if rowid in self._thoughts:
             raise f.problem("appears twice in the file")
         position = f.ident("position")
@@ -315,11 +330,7 @@ class RecordChecker:
         event = f.raw("event", required=False)
         if event is not None and event not in EVENT_KINDS:
             raise f.problem(f"'event' must be one of {', '.join(EVENT_KINDS)} or null")
-        self._thoughts.add(rowid)
-        seq.count, seq.last_number, seq.last_total = position, number, total
-        seq.numbers[position] = number
-        seq.title = seq.title or make_title(body)
-        return {
+        row = {
             "id": rowid,
             "sequence_id": seq_id,
             "position": position,
@@ -340,6 +351,11 @@ class RecordChecker:
                 f, "sent_branch_from_branch_id", required=False, allow_main=True
             ),
         }
+        self._thoughts.add(rowid)
+        seq.count, seq.last_number, seq.last_total = position, number, total
+        seq.numbers[position] = number
+        seq.title = seq.title or make_title(body)
+        return row
 
     def _thread(self, f: _Fields) -> dict[str, Any]:
         rowid = f.ident("id")

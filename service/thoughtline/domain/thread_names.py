@@ -33,7 +33,8 @@ def invisible_character(name: str) -> str | None:
 
 
 def _describe(ch: str) -> str:
-    return f"U+{ord(ch):04X} ({unicodedata.name(ch, 'unnamed')})"
+    what = unicodedata.name(ch, "") or ("a control character" if unicodedata.category(ch) == "Cc" else "unnamed")
+    return f"U+{ord(ch):04X} ({what})"
 
 
 def check_name(name: object, field: str = "name") -> str:
@@ -52,7 +53,7 @@ def check_name(name: object, field: str = "name") -> str:
     if hidden is not None:
         raise DomainError(
             "invalid_input",
-            f"'{field}' contains {_describe(hidden)}, a character that shows nothing; a thread name is visible "
+            f"'{field}' contains {_describe(hidden)}, a character that shows nothing: a thread name is visible "
             "text only, remove it.",
         )
     return name
