@@ -217,3 +217,14 @@ def test_times_after_now_are_moved_to_now(export: Export, tmp_path: Path, capsys
     assert run(capsys, "import", "--data-dir", str(data), str(write_lines(tmp_path / "x.jsonl", records))).code == 0
     ((updated,),) = query(data, "SELECT updated_at FROM sequences WHERE public_id = ?", (export.a,))
     assert before <= updated <= int(time.time() * 1000)
+
+
+def test_thought_text_the_tools_accept_imports_whatever_its_characters(
+    export: Export, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = "colour \x1b[31mred\x1b[0m,\ttab, NUL \x00, and a line\nbreak"  # sequentialthinking takes all of these
+    _, records = edited(export, "thought", lambda rec: rec.__setitem__("body", body), position=2)
+    data = tmp_path / "target"
+    ran = run(capsys, "import", "--data-dir", str(data), str(write_lines(tmp_path / "x.jsonl", records)))
+    assert ran.code == 0, ran.err
+    assert query(data, "SELECT body FROM thoughts WHERE position = 2") == [(body,)]

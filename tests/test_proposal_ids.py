@@ -16,7 +16,7 @@ from tests.thread_support import Served, call, connected, create, refused, serve
 from thoughtline.config import Settings
 from thoughtline.library.embed import MiniLMEmbedder
 from thoughtline.storage import migrations, transfer
-from thoughtline.storage.migrations import PROPOSAL_ID_JUMP
+from thoughtline.storage.key_migrations import PROPOSAL_ID_JUMP
 from thoughtline.storage.proposals import issued_proposal_ids, record_proposals
 
 pytestmark = pytest.mark.anyio

@@ -17,7 +17,8 @@ import apsw
 
 from thoughtline.clock import SystemClock, now_ms
 from thoughtline.config import Settings
-from thoughtline.domain.export_rules import RecordProblem, check_file
+from thoughtline.domain.export_rules import check_file
+from thoughtline.domain.record_fields import RecordProblem
 from thoughtline.domain.wording import counted
 from thoughtline.identity import is_user_key
 from thoughtline.storage import migrations, transfer

@@ -19,10 +19,10 @@ from thoughtline.domain.arguments import (
     MAIN_BRANCH,
     MAX_BRANCH_ID_CHARS,
     MAX_KIND_CHARS,
-    MAX_NUMBER,
     MAX_THOUGHT_CHARS,
     SEQUENCE_ID_RE,
 )
+from thoughtline.domain.record_fields import MAX_ID, Fields, RecordProblem, is_id, kind_of
 from thoughtline.domain.thinking import make_title
 from thoughtline.domain.thread_names import MAX_DESCRIPTION, check_name
 from thoughtline.errors import DomainError
@@ -31,17 +31,6 @@ RECORD_TYPES = ("sequence", "branch", "thought", "thread", "thread_member", "thr
 SEQUENCE_STATUSES = ("active", "paused", "completed", "abandoned")
 MAX_CLIENT_ID_CHARS = 2_048
 MAX_FLAGS = 7  # the three flag bits of storage/thoughts.py
-MAX_ID = 2**62
-_CONTROL = {chr(c) for c in range(32)} | {"\x7f"}
-
-
-class RecordProblem(Exception):
-    """A record breaks a rule; `ref` is what its reader gave to point back at it (an import's line)."""
-
-    def __init__(self, message: str, ref: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.ref = ref
 
 
 @dataclass(frozen=True)
@@ -76,88 +65,6 @@ class _Branch:
     first_position: int | None = None
 
 
-class _Fields:
-    """Typed reads of one record's fields, each refusing with the record's label."""
-
-    def __init__(self, rec: Mapping[str, Any], label: str, ref: int, now_ms: int, clamp: bool) -> None:
-        self.rec, self.label, self.ref, self.now_ms, self.clamp = rec, label, ref, now_ms, clamp
-
-    def problem(self, what: str) -> RecordProblem:
-        return RecordProblem(f"{self.label}: {what}", self.ref)
-
-    def raw(self, key: str, *, required: bool = True) -> Any:
-        if key not in self.rec:
-            if required:
-                raise self.problem(f"lacks '{key}'")
-            return None
-        return self.rec[key]
-
-    def integer(self, key: str, low: int, high: int, *, required: bool = True) -> int | None:
-        value = self.raw(key, required=required)
-        if value is None and not required:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.problem(f"'{key}' must be a whole number from {low} to {high}, got {_kind(value)}")
-        if not low <= value <= high:
-            raise self.problem(f"'{key}' is {value}, outside {low}-{high}")
-        return value
-
-    def number(self, key: str, *, required: bool = True) -> int | None:
-        return self.integer(key, 1, MAX_NUMBER, required=required)
-
-    def ident(self, key: str) -> int:
-        return int(self.integer(key, 1, MAX_ID) or 0)
-
-    def flag(self, key: str, *, required: bool = True) -> int | None:
-        return self.integer(key, 0, 1, required=required)
-
-    def choice(self, key: str, choices: tuple[str, ...], default: str | None = None) -> str:
-        value = self.raw(key, required=default is None)
-        if value is None and default is not None:
-            return default
-        if value not in choices:
-            raise self.problem(f"'{key}' must be one of {', '.join(choices)}, got {_kind(value)}")
-        return str(value)
-
-    def text(self, key: str, max_chars: int, *, required: bool = True, keep: str = "") -> str | None:
-        value = self.raw(key, required=required)
-        if value is None and not required:
-            return None
-        if not isinstance(value, str):
-            raise self.problem(f"'{key}' must be a string, got {_kind(value)}")
-        if len(value) > max_chars:
-            raise self.problem(f"'{key}' is {len(value):,} characters; the limit is {max_chars:,}")
-        if any(ch in _CONTROL and ch not in keep for ch in value):
-            raise self.problem(f"'{key}' contains control characters")
-        if any("\ud800" <= ch <= "\udfff" for ch in value):  # JSON can spell them; SQLite cannot store them
-            raise self.problem(f"'{key}' contains a lone UTF-16 surrogate, which is not text")
-        return value
-
-    def time(self, key: str) -> int:
-        value = self.raw(key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise self.problem(f"'{key}' must be a time in milliseconds since 1970, got {_kind(value)}")
-        if value > self.now_ms:
-            if not self.clamp:
-                raise self.problem(f"'{key}' is in the future ({value} ms since 1970)")
-            return self.now_ms
-        return value
-
-
-def _is_id(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool) or value is None:
-        return repr(value).lower() if value is not None else "null"
-    if isinstance(value, int | float):
-        return repr(value)[:24]
-    if isinstance(value, str):
-        return f"a string of {len(value)} characters"
-    return f"a JSON {'array' if isinstance(value, list) else 'object'}"
-
-
 class RecordChecker:
     """Checks records in export order; `clamp` moves future times to now (import) instead of refusing."""
 
@@ -170,7 +77,7 @@ class RecordChecker:
         self._branch_names: set[tuple[int, str]] = set()
         self._thoughts: set[int] = set()
         self._threads: set[int] = set()
-        self._rules: dict[str, Callable[[_Fields], dict[str, Any]]] = {
+        self._rules: dict[str, Callable[[Fields], dict[str, Any]]] = {
             "sequence": self._sequence,
             "branch": self._branch,
             "thought": self._thought,
@@ -185,8 +92,8 @@ class RecordChecker:
         kind = rec.get("type")
         rule = self._rules.get(kind) if isinstance(kind, str) else None
         if rule is None:
-            raise RecordProblem(f"unknown record type {_kind(kind)}; expected one of {', '.join(RECORD_TYPES)}", ref)
-        return rule(_Fields(rec, _label(rec), ref, self._now_ms, self._clamp))
+            raise RecordProblem(f"unknown record type {kind_of(kind)}; expected one of {', '.join(RECORD_TYPES)}", ref)
+        return rule(Fields(rec, _label(rec), ref, self._now_ms, self._clamp))
 
     def whole_file_problems(self) -> list[RecordProblem]:
         """What only the whole file shows: sequences without thoughts, forks from nowhere."""
@@ -218,7 +125,7 @@ class RecordChecker:
             if not seq.flawed
         }
 
-    def _sequence(self, f: _Fields) -> dict[str, Any]:
+    def _sequence(self, f: Fields) -> dict[str, Any]:
         rowid = f.ident("id")
         public_id = f.raw("public_id")
         if rowid in self._sequences or (isinstance(public_id, str) and public_id in self._public_ids):
@@ -251,25 +158,25 @@ class RecordChecker:
             "total_thoughts": f.integer("total_thoughts", 0, MAX_ID, required=False),
         }
 
-    def _own_sequence(self, f: _Fields) -> int:
+    def _own_sequence(self, f: Fields) -> int:
         seq = f.raw("sequence_id")
-        if not _is_id(seq) or seq not in self._sequences:
-            raise f.problem(f"refers to sequence record {_kind(seq)}, which is not earlier in the file")
+        if not is_id(seq) or seq not in self._sequences:
+            raise f.problem(f"refers to sequence record {kind_of(seq)}, which is not earlier in the file")
         return int(seq)
 
-    def _branch_name(self, f: _Fields, key: str, *, required: bool, allow_main: bool) -> str | None:
+    def _branch_name(self, f: Fields, key: str, *, required: bool, allow_main: bool) -> str | None:
         name = f.text(key, MAX_BRANCH_ID_CHARS, required=required)
         if name is not None and (not name.strip() or (name == MAIN_BRANCH and not allow_main)):
             raise f.problem(f"'{key}' must be a branch id of 1-{MAX_BRANCH_ID_CHARS} characters other than 'main'")
         return name
 
-    def _branch(self, f: _Fields) -> dict[str, Any]:
+    def _branch(self, f: Fields) -> dict[str, Any]:
         rowid, seq = f.ident("id"), self._own_sequence(f)
         name = str(self._branch_name(f, "name", required=True, allow_main=False))
         if rowid in self._branches or (seq, name) in self._branch_names:
             raise f.problem("appears twice in the file")
         parent = f.raw("parent_branch")
-        if parent is not None and (not _is_id(parent) or self._branches.get(parent, _NOWHERE).sequence != seq):
+        if parent is not None and (not is_id(parent) or self._branches.get(parent, _NOWHERE).sequence != seq):
             raise f.problem("'parent_branch' must be an earlier branch of the same sequence, or null")
         from_thought = int(f.number("from_thought") or 0)
         fork_position = f.ident("fork_position")
@@ -286,7 +193,7 @@ class RecordChecker:
             "created_at": f.time("created_at"),
         }
 
-    def _thought(self, f: _Fields) -> dict[str, Any]:
+    def _thought(self, f: Fields) -> dict[str, Any]:
         seq_id = self._own_sequence(f)
         seq = self._sequences[seq_id]
         f.label = f"thought {seq.count + 1} of {seq.label}"
@@ -298,7 +205,7 @@ class RecordChecker:
             seq.flawed = True
             raise
 
-    def _thought_fields(self, f: _Fields, seq_id: int, seq: _Sequence) -> dict[str, Any]:
+    def _thought_fields(self, f: Fields, seq_id: int, seq: _Sequence) -> dict[str, Any]:
         rowid = f.ident("id")
         if rowid in self._thoughts:
             raise f.problem("appears twice in the file")
@@ -307,7 +214,7 @@ class RecordChecker:
             raise f.problem(f"has position {position}; positions run 1, 2, 3, … in the file's order")
         branch = f.raw("branch")
         if branch is not None:
-            owner = self._branches.get(branch) if _is_id(branch) else None
+            owner = self._branches.get(branch) if is_id(branch) else None
             if owner is None or owner.sequence != seq_id:
                 raise f.problem("'branch' must be a branch of the same sequence, or null for the main path")
             if position <= owner.fork_position:
@@ -317,7 +224,7 @@ class RecordChecker:
         total = int(f.number("total") or 0)
         if total < number:
             raise f.problem(f"'total' {total} is below its 'number' {number}")
-        body = str(f.text("body", MAX_THOUGHT_CHARS, keep="\t\n\r"))
+        body = str(f.text("body", MAX_THOUGHT_CHARS, any_control=True))  # as `sequentialthinking` takes it
         if not body.strip():
             raise f.problem("'body' is empty")
         is_revision = int(f.flag("is_revision", required=False) or 0)  # columns with defaults may be absent
@@ -357,7 +264,7 @@ class RecordChecker:
         seq.title = seq.title or make_title(body)
         return row
 
-    def _thread(self, f: _Fields) -> dict[str, Any]:
+    def _thread(self, f: Fields) -> dict[str, Any]:
         rowid = f.ident("id")
         if rowid in self._threads:
             raise f.problem("appears twice in the file")
@@ -377,10 +284,10 @@ class RecordChecker:
             "updated_at": max(created, f.time("updated_at")),
         }
 
-    def _membership(self, f: _Fields) -> dict[str, Any]:
+    def _membership(self, f: Fields) -> dict[str, Any]:
         thread = f.raw("thread")
-        if not _is_id(thread) or thread not in self._threads:
-            raise f.problem(f"refers to thread record {_kind(thread)}, which is not earlier in the file")
+        if not is_id(thread) or thread not in self._threads:
+            raise f.problem(f"refers to thread record {kind_of(thread)}, which is not earlier in the file")
         out: dict[str, Any] = {"thread": thread, "sequence_id": self._own_sequence(f)}
         if f.rec.get("type") == "thread_member":
             out["added_by"] = f.choice("added_by", ("agent", "user", "review"))
@@ -389,7 +296,7 @@ class RecordChecker:
             out["rejected_at"] = f.time("rejected_at")
         return out
 
-    def _proposal_ids(self, f: _Fields) -> dict[str, Any]:
+    def _proposal_ids(self, f: Fields) -> dict[str, Any]:
         return {"issued": f.integer("issued", 0, MAX_ID)}
 
 

@@ -14,7 +14,8 @@ from typing import Any
 import apsw
 
 from thoughtline.config import Journal
-from thoughtline.domain.export_rules import RecordChecker, RecordProblem
+from thoughtline.domain.export_rules import RecordChecker
+from thoughtline.domain.record_fields import RecordProblem
 from thoughtline.domain.thread_names import name_key
 from thoughtline.storage import migrations, transfer
 from thoughtline.storage.db import StorageError, connect

@@ -13,7 +13,8 @@ from typing import Any
 
 import apsw
 
-from thoughtline.domain.export_rules import RecordChecker, RecordProblem
+from thoughtline.domain.export_rules import RecordChecker
+from thoughtline.domain.record_fields import RecordProblem
 from thoughtline.domain.thread_names import name_key
 from thoughtline.storage.proposals import issued_proposal_ids, reserve_proposal_ids
 from thoughtline.storage.thoughts import get_sequence
