@@ -11,7 +11,7 @@ import pytest
 
 from tests.oauth_support import TOKEN as STACK_TOKEN
 from tests.oauth_support import connected, running_stack
-from tests.support import mcp_client, structured
+from tests.support import mcp_client, structured, text
 from thoughtline.storage import migrations
 
 pytestmark = pytest.mark.anyio
@@ -43,7 +43,7 @@ async def test_the_same_request_id_from_two_clients_of_one_user_is_two_writes(tm
     assert retried == from_a  # A's own retry is still replayed exactly
     assert a_history["sequence"]["thoughtHistoryLength"] == 1
     assert conflict.is_error
-    assert str(conflict.content[0].text).startswith("idempotency_conflict: ")
+    assert text(conflict).startswith("idempotency_conflict: ")
 
 
 def test_request_ids_stored_before_the_migration_belong_to_the_client_that_started_their_sequence(
