@@ -62,7 +62,6 @@ class _Branch:
     ref: int
     from_thought: int
     fork_position: int
-    first_position: int | None = None
 
 
 class RecordChecker:
@@ -92,7 +91,8 @@ class RecordChecker:
         kind = rec.get("type")
         rule = self._rules.get(kind) if isinstance(kind, str) else None
         if rule is None:
-            raise RecordProblem(f"unknown record type {kind_of(kind)}; expected one of {', '.join(RECORD_TYPES)}", ref)
+            named = f"{kind[:40]!r}" if isinstance(kind, str) else kind_of(kind)
+            raise RecordProblem(f"unknown record type {named}; expected one of {', '.join(RECORD_TYPES)}", ref)
         return rule(Fields(rec, _label(rec), ref, self._now_ms, self._clamp))
 
     def whole_file_problems(self) -> list[RecordProblem]:
@@ -103,8 +103,8 @@ class RecordChecker:
             if seq.count == 0
         ]
         for branch in self._branches.values():
-            numbers = self._sequences[branch.sequence].numbers
-            if numbers.get(branch.fork_position) != branch.from_thought:
+            seq = self._sequences[branch.sequence]
+            if not seq.flawed and seq.numbers.get(branch.fork_position) != branch.from_thought:
                 problems.append(
                     RecordProblem(
                         f"{branch.label}: forks from thought {branch.from_thought} at position "
@@ -151,7 +151,7 @@ class RecordChecker:
             "origin_client": f.text("origin_client", MAX_CLIENT_ID_CHARS, required=False),
             "created_at": created,
             "updated_at": max(created, updated),
-            # Derived, recomputed from the thoughts by `finish`; stored values are compared by check.
+            # Derived: import recomputes them from the thoughts (`derived`), check compares.
             "title": "",
             "thought_count": f.integer("thought_count", 0, MAX_ID, required=False),
             "last_thought_number": f.integer("last_thought_number", 0, MAX_ID, required=False),
@@ -219,7 +219,6 @@ class RecordChecker:
                 raise f.problem("'branch' must be a branch of the same sequence, or null for the main path")
             if position <= owner.fork_position:
                 raise f.problem(f"sits on {owner.label} before that branch's fork point")
-            owner.first_position = owner.first_position or position
         number = int(f.number("number") or 0)
         total = int(f.number("total") or 0)
         if total < number:
