@@ -1,0 +1,126 @@
+"""The rule of related earlier reasoning (SPEC §5.4): which earlier sequences a new one's opening names.
+
+Pure code, no SQLite and no model. The evidence is the words an opening shares with each earlier
+sequence, weighted by how rare each word is among the user's sequences: an opening that names
+"bellhop", "OOMKilled" and "heap snapshot" is about the sequence that did, whatever their wording
+around it. `similarity` is the share of the opening's weight that an earlier sequence also holds
+(0 to 1). Measured on the reasoning set's train and dev replays (docs/related.md), this beat
+MiniLM cosines of the first thought and gained nothing from adding them, so the evidence needs
+no vector and no model: it is there on a fresh Lambda as on a laptop.
+
+`TermIndex` is the in-memory form of that evidence for one store: each sequence's words and each
+word's sequences, folded in thought id order (`library/related_open.py` decides when).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from thoughtline.library.search import content_terms
+
+# Calibrated on the train and dev replays only (bench/eval_related.py): the lowest share whose
+# precision stays at or above 0.95 on both; test is reported, never tuned on.
+THRESHOLD = 0.22
+LIMIT = 3
+# How an opening is read: its first two thoughts. The first alone is often a bare restatement
+# ("Going through expenses properly."); the second names what it is about (recall 0.44 -> 0.76
+# at equal precision on train).
+OPENING_THOUGHTS = 2
+# The index holds at most this many sequences (the newest); older ones are never suggested.
+MAX_SEQUENCES = 2_000
+# A sequence's words beyond this many are not indexed (bounds memory on very long sequences).
+MAX_TERMS_PER_SEQUENCE = 600
+
+
+def terms(text: str) -> set[str]:
+    """The words of `text` that can carry a topic: no stopwords, no single characters, plurals folded."""
+    out: set[str] = set()
+    for word in content_terms(text):
+        if len(word) < 2:
+            continue
+        # A crude plural fold ("loaves" stays, "runbooks" -> "runbook"): the keyword index
+        # stems with porter, but this index is built without SQLite's tokenizer.
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        out.add(word)
+    return out
+
+
+@dataclass
+class TermIndex:
+    """Each indexed sequence's words and each word's sequences, for one store (keys are sequence rowids).
+
+    Folding is idempotent (sets), so folding a thought twice changes nothing; `folded_to` is the
+    highest thought id folded so far, and every lower id has been folded too.
+    """
+
+    max_sequences: int = MAX_SEQUENCES
+    terms_of: dict[int, set[str]] = field(default_factory=dict)
+    postings: dict[str, set[int]] = field(default_factory=dict)
+    folded_to: int = 0
+
+    def add(self, key: int, text: str) -> None:
+        """Fold one thought's text into sequence `key` (does not move `folded_to`)."""
+        mine = self.terms_of.get(key)
+        if mine is None:
+            mine = self.terms_of[key] = set()
+            if len(self.terms_of) > self.max_sequences:
+                self.forget(min(self.terms_of))
+        room = MAX_TERMS_PER_SEQUENCE - len(mine)
+        for word in terms(text):
+            if room <= 0:
+                break
+            if word not in mine:
+                mine.add(word)
+                self.postings.setdefault(word, set()).add(key)
+                room -= 1
+
+    def fold(self, rows: Iterable[tuple[int, int, str]]) -> None:
+        """Fold stored thoughts given as (thought id, sequence key, text), in id order."""
+        for thought_id, key, text in rows:
+            self.add(key, text)
+            self.folded_to = max(self.folded_to, thought_id)
+
+    def forget(self, key: int) -> None:
+        """Drop a sequence (evicted, or deleted from the store)."""
+        for word in self.terms_of.pop(key, set()):
+            holders = self.postings.get(word)
+            if holders is not None:
+                holders.discard(key)
+                if not holders:
+                    del self.postings[word]
+
+    def shares(self, key: int) -> list[tuple[int, float]]:
+        """Every other sequence's share of sequence `key`'s word weight, best first (empty when unknown).
+
+        A word's weight is its rarity among the other sequences, log((N + 1) / (df + 1)), so a
+        word every sequence uses weighs nearly nothing and the sequence itself never counts.
+        """
+        opening = self.terms_of.get(key)
+        if not opening:
+            return []
+        others = len(self.terms_of) - 1
+        total = 0.0
+        found: dict[int, float] = {}
+        for word in opening:
+            holders = self.postings.get(word, set())
+            df = len(holders) - 1  # the opening itself holds it
+            weight = math.log((others + 2) / (df + 1))
+            total += weight
+            if df == 0 or weight <= 0.0:
+                continue
+            for holder in holders:
+                if holder != key:
+                    found[holder] = found.get(holder, 0.0) + weight
+        if total <= 0.0:
+            return []
+        return sorted(((k, w / total) for k, w in found.items()), key=lambda kv: (-kv[1], -kv[0]))
+
+
+def choose(
+    scored: Sequence[tuple[int, float]], threshold: float = THRESHOLD, limit: int = LIMIT
+) -> list[tuple[int, float]]:
+    """The rule: the best `limit` candidates, each at or above `threshold`; none is better than a weak one."""
+    return [(key, share) for key, share in scored[:limit] if share >= threshold]

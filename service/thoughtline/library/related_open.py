@@ -1,0 +1,177 @@
+"""When related earlier reasoning is worked out, and what a suggestion carries (SPEC §5.4).
+
+A new sequence's suggestion rides on the response to its second thought: the opening is then its
+first two thoughts (`related.OPENING_THOUGHTS`). The evidence lives in memory, one `TermIndex`
+per open store, so the second write pays a dictionary walk and one small read for the cards,
+never a model and never a keyword-index query (an FTS5 lookup per word cost 7-15 ms on a
+2,300-thought store; docs/related.md).
+
+Keeping the index current:
+- background on: after a sequence's first thought commits, a task folds what was written since
+  the last fold (the whole store the first time), on the event loop in slices, off the write's
+  path. The second thought then finds its first one folded.
+- background off (Lambda: nothing may run after the response): the second thought's own call
+  folds what is missing, at most `inline_slice` thoughts. A store with more unfolded (a fresh
+  container on a large store) gets no suggestion on that call: nothing rather than a slow write.
+Index mutations happen only on the event loop thread; reads only fetch rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import apsw
+
+from thoughtline.library.related import LIMIT, MAX_SEQUENCES, OPENING_THOUGHTS, THRESHOLD, TermIndex, choose
+from thoughtline.storage import related as related_store
+
+if TYPE_CHECKING:
+    from thoughtline.storage.router import UserStore
+
+logger = logging.getLogger(__name__)
+
+# Thoughts the second write may fold itself (tokenizing one costs ~15 µs).
+INLINE_SLICE = 16
+# Thoughts a background fold reads and folds between two yields to the event loop.
+BACKGROUND_SLICE = 256
+
+
+@dataclass(frozen=True)
+class Related:
+    """One suggested earlier sequence, as the response shows it."""
+
+    sequence_id: str
+    title: str
+    status: str
+    updated_at: str
+    snippet: str
+    similarity: float
+
+
+class RelatedOnOpen:
+    """Suggestions of related earlier sequences for new ones, over one process's open stores."""
+
+    def __init__(
+        self,
+        *,
+        background: bool,
+        threshold: float = THRESHOLD,
+        limit: int = LIMIT,
+        inline_slice: int = INLINE_SLICE,
+        max_sequences: int = MAX_SEQUENCES,
+    ) -> None:
+        self._background = background
+        self._threshold = threshold
+        self._limit = limit
+        self._inline_slice = inline_slice
+        self._max_sequences = max_sequences
+        self._indexes: dict[str, TermIndex] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._dirty: set[str] = set()
+        self._stopping = False
+
+    async def after_write(
+        self, opened: UserStore, sequence_key: int, count: int, *, created: bool, text: str
+    ) -> list[Related]:
+        """What the response to a write carries: suggestions on a sequence's second thought, else nothing.
+
+        `count` is the sequence's stored thoughts after this write, `created` says it started
+        here, and `text` is the thought just written. Never raises: the thought is committed, and
+        an error here would make the client retry a write that succeeded.
+        """
+        try:
+            return await self._after_write(opened, sequence_key, count, created=created, text=text)
+        except Exception as exc:
+            logger.warning("related earlier reasoning skipped: %s", type(exc).__name__)
+            return []
+
+    async def _after_write(
+        self, opened: UserStore, sequence_key: int, count: int, *, created: bool, text: str
+    ) -> list[Related]:
+        index = self._index(opened)
+        if created:
+            # A sequence rowid can be reused after the newest sequence was deleted: start clean.
+            index.forget(sequence_key)
+            if self._background:
+                self._schedule(opened)
+            return []
+        if count != OPENING_THOUGHTS:
+            return []
+        if sequence_key in index.terms_of:
+            index.add(sequence_key, text)  # the first thought is folded: add the second from the call
+        else:
+            # Not folded yet (background off, or a second thought quicker than the fold).
+            after, limit = index.folded_to, self._inline_slice
+            rows = await opened.read(lambda conn: related_store.thoughts_after(conn, after, limit + 1))
+            index.fold(rows[:limit])
+            if len(rows) > limit:
+                if self._background:
+                    self._schedule(opened)
+                return []
+        chosen = choose(index.shares(sequence_key), self._threshold, self._limit)
+        if not chosen:
+            return []
+        found = await opened.read(lambda conn: related_store.cards(conn, [k for k, _ in chosen]))
+        out: list[Related] = []
+        for key, share in chosen:
+            card = found.get(key)
+            if card is None:  # deleted since it was folded
+                index.forget(key)
+                continue
+            similarity = round(share, 3)
+            out.append(Related(card.sequence_id, card.title, card.status, card.updated_at, card.snippet, similarity))
+        return out
+
+    def _index(self, opened: UserStore) -> TermIndex:
+        key = str(opened.path)
+        index = self._indexes.get(key)
+        if index is None:
+            index = self._indexes[key] = TermIndex(self._max_sequences)
+        return index
+
+    def _schedule(self, opened: UserStore) -> None:
+        if self._stopping:
+            return
+        key = str(opened.path)
+        self._dirty.add(key)
+        running = self._tasks.get(key)
+        if running is None or running.done():
+            self._tasks[key] = asyncio.create_task(self._catch_up(opened))
+
+    async def _catch_up(self, opened: UserStore) -> None:
+        """Fold everything not yet folded, a slice at a time (background only)."""
+        key = str(opened.path)
+        try:
+            while key in self._dirty and not self._stopping:
+                self._dirty.discard(key)
+                while not self._stopping:
+                    index = self._index(opened)
+                    rows = await opened.read(functools.partial(_unfolded, after=index.folded_to))
+                    index.fold(rows)
+                    if len(rows) < BACKGROUND_SLICE:
+                        break
+                    await asyncio.sleep(0)  # a large store folds in slices, never blocking the loop long
+        except Exception as exc:  # background work: log the kind; the next opening tries again
+            logger.warning("related-reasoning fold failed: %s", type(exc).__name__)
+
+    def forget(self, opened: UserStore) -> None:
+        """Drop a closing store's index (register with `StoreRouter.on_close`)."""
+        self._indexes.pop(str(opened.path), None)
+
+    async def idle(self) -> None:
+        """Wait until every background fold has finished (tests, shutdown)."""
+        while pending := [t for t in self._tasks.values() if not t.done()]:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    async def close(self) -> None:
+        """Stop background folds: a running slice finishes, nothing new starts."""
+        self._stopping = True
+        await self.idle()
+
+
+def _unfolded(conn: apsw.Connection, *, after: int) -> list[tuple[int, int, str]]:
+    return related_store.thoughts_after(conn, after, BACKGROUND_SLICE)
