@@ -7,12 +7,15 @@ never a model and never a keyword-index query (an FTS5 lookup per word cost 7-15
 2,300-thought store; docs/related.md).
 
 Keeping the index current:
-- background on: after a sequence's first thought commits, a task folds what was written since
-  the last fold (the whole store the first time), on the event loop in slices, off the write's
-  path. The second thought then finds its first one folded.
-- background off (Lambda: nothing may run after the response): the second thought's own call
-  folds what is missing, at most `inline_slice` thoughts. A store with more unfolded (a fresh
-  container on a large store) gets no suggestion on that call: nothing rather than a slow write.
+- every write folds its own thought once committed when the index is in step with the store
+  (tokenizing one thought, no read): a process that saw every write never reads anything back.
+- behind (a fresh process, a write from another one), with background on: after a sequence's
+  first thought commits, a task folds the rest (the whole store the first time) on the event
+  loop in slices, off the write's path; the second thought then finds the index whole.
+- behind with background off (Lambda: nothing may run after the response): the sequence's first
+  and second calls each fold at most `inline_slice` thoughts themselves. A store with more
+  unfolded (a fresh container on a large store) gets no suggestion until the index is whole:
+  nothing rather than a slow write.
 Index mutations happen only on the event loop thread; reads only fetch rows.
 """
 
@@ -31,6 +34,7 @@ from thoughtline.storage import related as related_store
 
 if TYPE_CHECKING:
     from thoughtline.storage.router import UserStore
+    from thoughtline.storage.thoughts import Written
 
 logger = logging.getLogger(__name__)
 
@@ -74,44 +78,54 @@ class RelatedOnOpen:
         self._dirty: set[str] = set()
         self._stopping = False
 
-    async def after_write(
-        self, opened: UserStore, sequence_key: int, count: int, *, created: bool, text: str
-    ) -> list[Related]:
-        """What the response to a write carries: suggestions on a sequence's second thought, else nothing.
+    async def after_write(self, opened: UserStore, written: Written, text: str) -> list[Related]:
+        """What the response to a committed write carries: suggestions on a sequence's second thought.
 
-        `count` is the sequence's stored thoughts after this write, `created` says it started
-        here, and `text` is the thought just written. Never raises: the thought is committed, and
-        an error here would make the client retry a write that succeeded.
+        `text` is the thought just written. Every write folds itself into the index when the
+        index is in step with the store (a few microseconds, no read). Never raises: the thought
+        is committed, and an error here would make the client retry a write that succeeded.
         """
         try:
-            return await self._after_write(opened, sequence_key, count, created=created, text=text)
+            return await self._after_write(opened, written, text)
         except Exception as exc:
             logger.warning("related earlier reasoning skipped: %s", type(exc).__name__)
             return []
 
-    async def _after_write(
-        self, opened: UserStore, sequence_key: int, count: int, *, created: bool, text: str
-    ) -> list[Related]:
+    async def _after_write(self, opened: UserStore, written: Written, text: str) -> list[Related]:
         index = self._index(opened)
-        if created:
+        sequence_key, thought_id = written.sequence_key, written.thought_id
+        if written.created:
             # A sequence rowid can be reused after the newest sequence was deleted: start clean.
             index.forget(sequence_key)
-            if self._background:
-                self._schedule(opened)
+        if index.folded_to == thought_id - 1:
+            index.fold([(thought_id, sequence_key, text)])  # in step: this is the next thought
+        second = written.count == OPENING_THOUGHTS
+        if not (written.created or second):
             return []
-        if count != OPENING_THOUGHTS:
+        if index.folded_to < thought_id and not await self._catch_up_inline(opened, index, thought_id, second):
             return []
-        if sequence_key in index.terms_of:
-            index.add(sequence_key, text)  # the first thought is folded: add the second from the call
-        else:
-            # Not folded yet (background off, or a second thought quicker than the fold).
-            after, limit = index.folded_to, self._inline_slice
-            rows = await opened.read(lambda conn: related_store.thoughts_after(conn, after, limit + 1))
-            index.fold(rows[:limit])
-            if len(rows) > limit:
-                if self._background:
-                    self._schedule(opened)
-                return []
+        return await self._suggest(opened, index, sequence_key) if second else []
+
+    async def _catch_up_inline(self, opened: UserStore, index: TermIndex, thought_id: int, second: bool) -> bool:
+        """Fold what the index misses up to `thought_id`; False when it is still behind after one slice.
+
+        The index is behind after a fresh start or a write from another process. With background
+        work the first thought leaves it to a task after the response; the second (and any call
+        with background off) folds one bounded slice itself.
+        """
+        if self._background and not second:
+            self._schedule(opened)
+            return False
+        after, limit = index.folded_to, self._inline_slice
+        rows = await opened.read(lambda conn: related_store.thoughts_after(conn, after, limit))
+        index.fold(rows)
+        if index.folded_to >= thought_id:
+            return True
+        if self._background:
+            self._schedule(opened)
+        return False
+
+    async def _suggest(self, opened: UserStore, index: TermIndex, sequence_key: int) -> list[Related]:
         chosen = choose(index.shares(sequence_key), self._threshold, self._limit)
         if not chosen:
             return []

@@ -150,9 +150,7 @@ def _think_handler(library: bool, related: RelatedOnOpen | None) -> Handler:
             return ToolOutput(text=result.recorded["text"], structured=result.recorded["structured"])
         found: list[Related] = []
         if related is not None:
-            found = await related.after_write(
-                ctx.store, result.sequence_key, result.count, created=result.created, text=inp.thought
-            )
+            found = await related.after_write(ctx.store, result, inp.thought)
         return render_written(inp, result, found)
 
     return think

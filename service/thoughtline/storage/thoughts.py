@@ -116,13 +116,15 @@ def _fingerprint(inp: ThoughtInput) -> str:
 class Written:
     """What one accepted thought did: where it landed, the plan it followed, how the call was read.
 
-    `created` says this call started the sequence; `count` is the sequence's stored thoughts now
-    (this one included); `branches` are its branch names in creation order; `continuation` is the
-    canonical-style decision for a call without sequenceId (None when one was sent).
+    `thought_id` is the stored thought's id; `created` says this call started the sequence;
+    `count` is the sequence's stored thoughts now (this one included); `branches` are its branch
+    names in creation order; `continuation` is the canonical-style decision for a call without
+    sequenceId (None when one was sent).
     """
 
     sequence_id: str
     sequence_key: int
+    thought_id: int
     created: bool
     plan: Plan
     branches: tuple[str, ...]
@@ -278,6 +280,7 @@ def append_thought(
             inp.event,
         ),
     )
+    thought_id = conn.last_insert_rowid()
     updates = "parent_public_id = COALESCE(parent_public_id, ?), kind = COALESCE(kind, ?), "
     conn.execute(
         f"UPDATE sequences SET status = ?, total_thoughts = ?, last_thought_number = ?, thought_count = ?, "
@@ -310,7 +313,7 @@ def append_thought(
         )
     known = list(state.branches) if state is not None else []
     names = [*known, plan.new_branch.name] if plan.new_branch is not None else known
-    written = Written(public_id, seq_rowid, seq is None, plan, tuple(names), position, guess)
+    written = Written(public_id, seq_rowid, thought_id, seq is None, plan, tuple(names), position, guess)
     if inp.request_id is not None:
         record = dict(remember(written)) if remember is not None else {}
         conn.execute(
