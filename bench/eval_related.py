@@ -156,7 +156,7 @@ def main() -> None:
             print("threshold  " + "  ".join(f"{n:>22}" for n in tunable))
             for t in GRID:
                 cells = []
-                for n, o in tunable.items():
+                for o in tunable.values():
                     m = score(o, t)
                     cells.append(f"P {m['precision']:.3f} R {m['recall']:.3f} F {m['suggestedWithoutRelated']:.3f}")
                 print(f"{t:9.2f}  " + "  ".join(f"{c:>22}" for c in cells))

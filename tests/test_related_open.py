@@ -133,8 +133,7 @@ async def test_another_users_sequences_are_never_suggested(tmp_path: Path) -> No
     own_leak = opening[1]["structured"]["related"]
     assert len(own_leak) == 1  # the friend's own earlier leak sequence, not the owner's
     named = {r["sequenceId"] for r in other[1]["structured"]["related"]}
-    async with running_stack(tmp_path) as stack:
-        async with mcp_client(stack.thoughtline.url, OWNER_TOKEN) as owner:
-            for seq in named:
-                missing = await owner.call_tool("get_thought_history", {"sequenceId": seq})
-                assert missing.is_error  # every suggestion is in the friend's own store
+    async with running_stack(tmp_path) as stack, mcp_client(stack.thoughtline.url, OWNER_TOKEN) as owner:
+        for seq in named:
+            missing = await owner.call_tool("get_thought_history", {"sequenceId": seq})
+            assert missing.is_error  # every suggestion is in the friend's own store

@@ -15,10 +15,13 @@ word's sequences, folded in thought id order (`library/related_open.py` decides 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from thoughtline.library.search import content_terms
+from thoughtline.library.search import STOPWORDS
+
+_WORD = re.compile(r"\w\w+", re.UNICODE)  # two characters or more
 
 # Calibrated on the train and dev replays only (bench/eval_related.py): the lowest share whose
 # precision stays at or above 0.95 on both; test is reported, never tuned on.
@@ -37,12 +40,12 @@ MAX_TERMS_PER_SEQUENCE = 600
 def terms(text: str) -> set[str]:
     """The words of `text` that can carry a topic: no stopwords, no single characters, plurals folded."""
     out: set[str] = set()
-    for word in content_terms(text):
-        if len(word) < 2:
+    for word in _WORD.findall(text.lower()):
+        if word in STOPWORDS:
             continue
-        # A crude plural fold ("loaves" stays, "runbooks" -> "runbook"): the keyword index
-        # stems with porter, but this index is built without SQLite's tokenizer.
-        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        # A crude plural fold ("runbooks" -> "runbook", "class" stays): cheaper than a stemmer,
+        # and this index is built without SQLite's porter tokenizer.
+        if len(word) > 3 and word[-1] == "s" and word[-2] != "s":
             word = word[:-1]
         out.add(word)
     return out
@@ -92,30 +95,39 @@ class TermIndex:
                 if not holders:
                     del self.postings[word]
 
-    def shares(self, key: int) -> list[tuple[int, float]]:
-        """Every other sequence's share of sequence `key`'s word weight, best first (empty when unknown).
+    def shares(self, key: int, at_least: float = 0.0) -> list[tuple[int, float]]:
+        """Other sequences' shares of sequence `key`'s word weight, best first (empty when unknown).
 
         A word's weight is its rarity among the other sequences, log((N + 1) / (df + 1)), so a
         word every sequence uses weighs nearly nothing and the sequence itself never counts.
+        Every sequence whose share reaches `at_least` is listed with its exact share; others may
+        be left out: words are taken rarest first, and once the words left weigh less than
+        `at_least` of the whole, a sequence not met yet cannot reach it, so the long posting lists
+        of common words are only checked against the sequences already met.
         """
         opening = self.terms_of.get(key)
         if not opening:
             return []
         others = len(self.terms_of) - 1
-        total = 0.0
-        found: dict[int, float] = {}
-        for word in opening:
-            holders = self.postings.get(word, set())
-            df = len(holders) - 1  # the opening itself holds it
-            weight = math.log((others + 2) / (df + 1))
-            total += weight
-            if df == 0 or weight <= 0.0:
-                continue
-            for holder in holders:
-                if holder != key:
-                    found[holder] = found.get(holder, 0.0) + weight
+        weighted = sorted(
+            ((math.log((others + 2) / len(self.postings.get(word, ()))), word) for word in opening), reverse=True
+        )
+        total = sum(weight for weight, _ in weighted)
         if total <= 0.0:
             return []
+        remaining = total
+        found: dict[int, float] = {}
+        for weight, word in weighted:
+            holders = self.postings.get(word, set())
+            if weight > 0.0 and len(holders) > 1:
+                if remaining >= at_least * total:
+                    for holder in holders:
+                        if holder != key:
+                            found[holder] = found.get(holder, 0.0) + weight
+                else:
+                    for holder in [h for h in found if h in holders]:
+                        found[holder] += weight
+            remaining -= weight
         return sorted(((k, w / total) for k, w in found.items()), key=lambda kv: (-kv[1], -kv[0]))
 
 

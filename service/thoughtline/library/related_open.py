@@ -126,7 +126,7 @@ class RelatedOnOpen:
         return False
 
     async def _suggest(self, opened: UserStore, index: TermIndex, sequence_key: int) -> list[Related]:
-        chosen = choose(index.shares(sequence_key), self._threshold, self._limit)
+        chosen = choose(index.shares(sequence_key, self._threshold), self._threshold, self._limit)
         if not chosen:
             return []
         found = await opened.read(lambda conn: related_store.cards(conn, [k for k, _ in chosen]))
