@@ -111,6 +111,18 @@ async def test_a_sequence_never_names_itself_even_when_it_repeats_an_earlier_ope
     assert "related" not in first[1]["structured"]  # nothing earlier to name
 
 
+async def test_a_new_sequence_on_a_deleted_ones_row_does_not_inherit_its_words(tmp_path: Path) -> None:
+    with serve(tmp_path) as server:
+        async with mcp_client(server.base_url) as client:
+            await write(client, LEAK)
+            newest = await write(client, LEAK)  # the same leak again; then deleted, freeing its row
+            deleted = newest[0]["structured"]["sequenceId"]
+            gone = await client.call_tool("delete_thought_sequence", {"sequenceId": deleted, "confirm": True})
+            assert structured(gone)["deleted"]
+            opening = await write(client, ["Hallway paint.", "Three sample pots."], final=False)
+    assert "related" not in opening[1]["structured"]
+
+
 @pytest.mark.parametrize("changes", [{"library": False}, {"related": False}], ids=["library-off", "related-off"])
 async def test_nothing_is_suggested_when_switched_off(tmp_path: Path, changes: dict[str, Any]) -> None:
     with serve(tmp_path, **changes) as server:
