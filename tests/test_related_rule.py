@@ -10,7 +10,8 @@ from thoughtline.library.related import THRESHOLD, TermIndex, choose, terms
 
 def index_of(sequences: dict[int, list[str]]) -> TermIndex:
     index = TermIndex()
-    rows = [(i, key, text) for i, (key, text) in enumerate(((k, t) for k, ts in sequences.items() for t in ts), 1)]
+    pairs = ((k, t) for k, ts in sequences.items() for t in ts)
+    rows = [(i, key, f"seq_{key}", text) for i, (key, text) in enumerate(pairs, 1)]
     index.fold(rows)
     return index
 
@@ -40,10 +41,11 @@ def test_words_are_folded_without_stopwords_single_letters_or_plural_s() -> None
 
 def test_folding_twice_changes_nothing_and_forgetting_drops_every_posting() -> None:
     index = index_of({1: ["alpha beta"], 2: ["beta gamma"]})
-    index.fold([(1, 1, "alpha beta")])
+    index.fold([(1, 1, "seq_1", "alpha beta")])
     assert index.terms_of == {1: {"alpha", "beta"}, 2: {"beta", "gamma"}}
     index.forget(2)
     assert index.postings == {"alpha": {1}, "beta": {1}}
+    assert index.keys == {"seq_1": 1}
 
 
 WORDS = st.sampled_from([f"w{i}" for i in range(25)])

@@ -51,24 +51,32 @@ def terms(text: str) -> set[str]:
     return out
 
 
+# A stored thought as the index folds it: (thought id, sequence rowid, sequence id, text).
+Folded = tuple[int, int, str, str]
+
+
 @dataclass
 class TermIndex:
     """Each indexed sequence's words and each word's sequences, for one store (keys are sequence rowids).
 
     Folding is idempotent (sets), so folding a thought twice changes nothing; `folded_to` is the
-    highest thought id folded so far, and every lower id has been folded too.
+    highest thought id folded so far, and every lower id has been folded too. `keys` maps each
+    indexed sequence's public id to its rowid.
     """
 
     max_sequences: int = MAX_SEQUENCES
     terms_of: dict[int, set[str]] = field(default_factory=dict)
     postings: dict[str, set[int]] = field(default_factory=dict)
+    keys: dict[str, int] = field(default_factory=dict)
     folded_to: int = 0
+    _names: dict[int, str] = field(default_factory=dict)
 
-    def add(self, key: int, text: str) -> None:
+    def add(self, key: int, sequence_id: str, text: str) -> None:
         """Fold one thought's text into sequence `key` (does not move `folded_to`)."""
         mine = self.terms_of.get(key)
         if mine is None:
             mine = self.terms_of[key] = set()
+            self.keys[sequence_id], self._names[key] = key, sequence_id
             if len(self.terms_of) > self.max_sequences:
                 self.forget(min(self.terms_of))
         room = MAX_TERMS_PER_SEQUENCE - len(mine)
@@ -80,14 +88,15 @@ class TermIndex:
                 self.postings.setdefault(word, set()).add(key)
                 room -= 1
 
-    def fold(self, rows: Iterable[tuple[int, int, str]]) -> None:
-        """Fold stored thoughts given as (thought id, sequence key, text), in id order."""
-        for thought_id, key, text in rows:
-            self.add(key, text)
+    def fold(self, rows: Iterable[Folded]) -> None:
+        """Fold stored thoughts, in id order."""
+        for thought_id, key, sequence_id, text in rows:
+            self.add(key, sequence_id, text)
             self.folded_to = max(self.folded_to, thought_id)
 
     def forget(self, key: int) -> None:
         """Drop a sequence (evicted, or deleted from the store)."""
+        self.keys.pop(self._names.pop(key, ""), None)
         for word in self.terms_of.pop(key, set()):
             holders = self.postings.get(word)
             if holders is not None:
@@ -95,38 +104,43 @@ class TermIndex:
                 if not holders:
                     del self.postings[word]
 
-    def shares(self, key: int, at_least: float = 0.0) -> list[tuple[int, float]]:
-        """Other sequences' shares of sequence `key`'s word weight, best first (empty when unknown).
+    def shares(self, key: int, at_least: float = 0.0, more: str = "") -> list[tuple[int, float]]:
+        """Other sequences' shares of sequence `key`'s word weight, best first (empty when it has no words).
 
-        A word's weight is its rarity among the other sequences, log((N + 1) / (df + 1)), so a
-        word every sequence uses weighs nearly nothing and the sequence itself never counts.
+        The opening is the sequence's folded words plus those of `more` (a thought not folded
+        yet). A word's weight is its rarity among the other sequences, log((N + 1) / (df + 1)),
+        so a word every sequence uses weighs nearly nothing and the sequence never counts itself.
         Every sequence whose share reaches `at_least` is listed with its exact share; others may
         be left out: words are taken rarest first, and once the words left weigh less than
         `at_least` of the whole, a sequence not met yet cannot reach it, so the long posting lists
         of common words are only checked against the sequences already met.
         """
-        opening = self.terms_of.get(key)
+        opening = self.terms_of.get(key, set()) | (terms(more) if more else set())
         if not opening:
             return []
-        others = len(self.terms_of) - 1
-        weighted = sorted(
-            ((math.log((others + 2) / len(self.postings.get(word, ()))), word) for word in opening), reverse=True
-        )
-        total = sum(weight for weight, _ in weighted)
+        others = len(self.terms_of) - (1 if key in self.terms_of else 0)
+        none: set[int] = set()
+        weighted: list[tuple[float, str, set[int]]] = []
+        for word in opening:
+            holders = self.postings.get(word, none)
+            holding = len(holders) + (0 if key in holders else 1)  # the opening holds it too
+            weighted.append((math.log((others + 2) / holding), word, holders))
+        weighted.sort(key=lambda item: (-item[0], item[1]))
+        total = sum(weight for weight, _, _ in weighted)
         if total <= 0.0:
             return []
-        remaining = total
+        # A hair below the floor, so float rounding never drops a sequence that reaches it exactly.
+        remaining, floor = total, at_least * total * (1 - 1e-9)
         found: dict[int, float] = {}
-        for weight, word in weighted:
-            holders = self.postings.get(word, set())
-            if weight > 0.0 and len(holders) > 1:
-                if remaining >= at_least * total:
+        for weight, _, holders in weighted:
+            if weight > 0.0 and holders:
+                if remaining >= floor:
                     for holder in holders:
                         if holder != key:
                             found[holder] = found.get(holder, 0.0) + weight
                 else:
-                    for holder in [h for h in found if h in holders]:
-                        found[holder] += weight
+                    # Only sequences that can still reach the floor are followed further.
+                    found = {h: w + weight if h in holders else w for h, w in found.items() if w + remaining >= floor}
             remaining -= weight
         return sorted(((k, w / total) for k, w in found.items()), key=lambda kv: (-kv[1], -kv[0]))
 

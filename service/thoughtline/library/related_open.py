@@ -2,9 +2,13 @@
 
 A new sequence's suggestion rides on the response to its second thought: the opening is then its
 first two thoughts (`related.OPENING_THOUGHTS`). The evidence lives in memory, one `TermIndex`
-per open store, so the second write pays a dictionary walk and one small read for the cards,
-never a model and never a keyword-index query (an FTS5 lookup per word cost 7-15 ms on a
-2,300-thought store; docs/related.md).
+per open store, so the second write pays a dictionary walk, never a model and never a
+keyword-index query (an FTS5 lookup per word cost 7-15 ms on a 2,300-thought store;
+docs/related.md). The usual path has no read of its own either: before a call numbered 2 on a
+sequence the index holds, `prepare` picks the suggestions from the index and the new thought's
+text, and the write reads their cards (`read_cards`) in its own transaction; after the commit
+`after_write` keeps them only if the call was the sequence's second thought. Any other case
+(no sequenceId, an index behind the store) is worked out after the commit with one read.
 
 Keeping the index current:
 - every write folds its own thought once committed when the index is in step with the store
@@ -29,12 +33,13 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from thoughtline.library.related import LIMIT, MAX_SEQUENCES, OPENING_THOUGHTS, THRESHOLD, TermIndex, choose
+from thoughtline.library.related import LIMIT, MAX_SEQUENCES, OPENING_THOUGHTS, THRESHOLD, Folded, TermIndex, choose
 from thoughtline.storage import related as related_store
+from thoughtline.storage.related import Card
+from thoughtline.storage.thoughts import Replayed, Written
 
 if TYPE_CHECKING:
     from thoughtline.storage.router import UserStore
-    from thoughtline.storage.thoughts import Written
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +47,14 @@ logger = logging.getLogger(__name__)
 INLINE_SLICE = 16
 # Thoughts a background fold reads and folds between two yields to the event loop.
 BACKGROUND_SLICE = 256
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Suggestions picked before a write that may be a sequence's second thought."""
+
+    sequence_key: int
+    chosen: list[tuple[int, float]]  # (sequence rowid, share), best first
 
 
 @dataclass(frozen=True)
@@ -78,33 +91,82 @@ class RelatedOnOpen:
         self._dirty: set[str] = set()
         self._stopping = False
 
-    async def after_write(self, opened: UserStore, written: Written, text: str) -> list[Related]:
+    def prepare(self, opened: UserStore, sequence_id: str | None, thought_number: int, text: str) -> Prepared | None:
+        """Before a write: the suggestions if this call is a second thought of a sequence whose first is folded."""
+        index = self._indexes.get(str(opened.path))
+        if index is None or sequence_id is None or thought_number != OPENING_THOUGHTS:
+            return None
+        key = index.keys.get(sequence_id)
+        if key is None:
+            return None
+        return Prepared(key, self._choose(index, key, text))
+
+    @staticmethod
+    def read_cards(conn: apsw.Connection, prepared: Prepared | None, written: Written | Replayed) -> dict[int, Card]:
+        """Inside the write's transaction: the prepared suggestions' cards, if the write was that second thought."""
+        if prepared is None or not prepared.chosen or not _is_second(written, prepared):
+            return {}
+        return related_store.cards(conn, [key for key, _ in prepared.chosen])
+
+    async def after_write(
+        self,
+        opened: UserStore,
+        written: Written,
+        text: str,
+        prepared: Prepared | None = None,
+        cards: dict[int, Card] | None = None,
+    ) -> list[Related]:
         """What the response to a committed write carries: suggestions on a sequence's second thought.
 
-        `text` is the thought just written. Every write folds itself into the index when the
-        index is in step with the store (a few microseconds, no read). Never raises: the thought
-        is committed, and an error here would make the client retry a write that succeeded.
+        `text` is the thought just written; `prepared` and `cards` come from `prepare` and
+        `read_cards` around the same write. Every write folds itself into the index when the
+        index is in step with the store (microseconds, no read). Never raises: the thought is
+        committed, and an error here would make the client retry a write that succeeded.
         """
         try:
-            return await self._after_write(opened, written, text)
+            return await self._after_write(opened, written, text, prepared, cards or {})
         except Exception as exc:
             logger.warning("related earlier reasoning skipped: %s", type(exc).__name__)
             return []
 
-    async def _after_write(self, opened: UserStore, written: Written, text: str) -> list[Related]:
+    async def _after_write(
+        self, opened: UserStore, written: Written, text: str, prepared: Prepared | None, cards: dict[int, Card]
+    ) -> list[Related]:
         index = self._index(opened)
         sequence_key, thought_id = written.sequence_key, written.thought_id
         if written.created:
             # A sequence rowid can be reused after the newest sequence was deleted: start clean.
             index.forget(sequence_key)
         if index.folded_to == thought_id - 1:
-            index.fold([(thought_id, sequence_key, text)])  # in step: this is the next thought
+            index.add(sequence_key, written.sequence_id, text)  # in step: this is the next thought
+            index.folded_to = thought_id
         second = written.count == OPENING_THOUGHTS
         if not (written.created or second):
             return []
+        if prepared is not None and _is_second(written, prepared):
+            return self._cards(index, prepared.chosen, cards)
         if index.folded_to < thought_id and not await self._catch_up_inline(opened, index, thought_id, second):
             return []
-        return await self._suggest(opened, index, sequence_key) if second else []
+        if not second:
+            return []
+        chosen = self._choose(index, sequence_key, "")
+        found = await opened.read(lambda conn: related_store.cards(conn, [k for k, _ in chosen])) if chosen else {}
+        return self._cards(index, chosen, found)
+
+    def _choose(self, index: TermIndex, key: int, more: str) -> list[tuple[int, float]]:
+        return choose(index.shares(key, self._threshold, more), self._threshold, self._limit)
+
+    @staticmethod
+    def _cards(index: TermIndex, chosen: list[tuple[int, float]], cards: dict[int, Card]) -> list[Related]:
+        out: list[Related] = []
+        for key, share in chosen:
+            card = cards.get(key)
+            if card is None:  # deleted since it was folded
+                index.forget(key)
+                continue
+            similarity = round(share, 3)
+            out.append(Related(card.sequence_id, card.title, card.status, card.updated_at, card.snippet, similarity))
+        return out
 
     async def _catch_up_inline(self, opened: UserStore, index: TermIndex, thought_id: int, second: bool) -> bool:
         """Fold what the index misses up to `thought_id`; False when it is still behind after one slice.
@@ -124,21 +186,6 @@ class RelatedOnOpen:
         if self._background:
             self._schedule(opened)
         return False
-
-    async def _suggest(self, opened: UserStore, index: TermIndex, sequence_key: int) -> list[Related]:
-        chosen = choose(index.shares(sequence_key, self._threshold), self._threshold, self._limit)
-        if not chosen:
-            return []
-        found = await opened.read(lambda conn: related_store.cards(conn, [k for k, _ in chosen]))
-        out: list[Related] = []
-        for key, share in chosen:
-            card = found.get(key)
-            if card is None:  # deleted since it was folded
-                index.forget(key)
-                continue
-            similarity = round(share, 3)
-            out.append(Related(card.sequence_id, card.title, card.status, card.updated_at, card.snippet, similarity))
-        return out
 
     def _index(self, opened: UserStore) -> TermIndex:
         key = str(opened.path)
@@ -187,5 +234,14 @@ class RelatedOnOpen:
         await self.idle()
 
 
-def _unfolded(conn: apsw.Connection, *, after: int) -> list[tuple[int, int, str]]:
+def _unfolded(conn: apsw.Connection, *, after: int) -> list[Folded]:
     return related_store.thoughts_after(conn, after, BACKGROUND_SLICE)
+
+
+def _is_second(written: Written | Replayed, prepared: Prepared) -> bool:
+    """Whether the write was the prepared sequence's second stored thought."""
+    return (
+        isinstance(written, Written)
+        and written.sequence_key == prepared.sequence_key
+        and written.count == OPENING_THOUGHTS
+    )

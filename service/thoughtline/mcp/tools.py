@@ -11,7 +11,7 @@ import secrets
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import apsw
 import mcp_types as types
@@ -24,6 +24,7 @@ from thoughtline.domain.arguments import ThoughtInput
 from thoughtline.domain.thinking import render_write
 from thoughtline.errors import DomainError
 from thoughtline.identity import current_principal
+from thoughtline.library.related_open import Related, RelatedOnOpen
 from thoughtline.mcp import history
 from thoughtline.mcp.schemas import (
     DELETE_INPUT,
@@ -37,10 +38,8 @@ from thoughtline.storage import thoughts as store
 from thoughtline.storage.db import StorageError
 from thoughtline.storage.faults import caller_text
 from thoughtline.storage.migrations import SchemaTooNewError
+from thoughtline.storage.related import Card
 from thoughtline.storage.router import StoreRouter, UserStore
-
-if TYPE_CHECKING:
-    from thoughtline.library.related_open import Related, RelatedOnOpen
 
 logger = logging.getLogger(__name__)
 
@@ -143,14 +142,20 @@ def _think_handler(library: bool, related: RelatedOnOpen | None) -> Handler:
             out = render_written(inp, written)
             return {"text": out.text, "structured": out.structured}
 
-        result = await ctx.store.write(
-            lambda conn: store.append_thought(conn, inp, at, seq_id, origin, continue_open=library, remember=remember)
-        )
+        # Picked before the write from the index (no read); the write reads their cards in its
+        # own transaction, so a second thought pays no extra round trip (library/related_open.py).
+        prepared = related.prepare(ctx.store, inp.sequence_id, inp.thought_number, inp.thought) if related else None
+
+        def write(conn: apsw.Connection) -> tuple[store.Written | store.Replayed, dict[int, Card]]:
+            written = store.append_thought(conn, inp, at, seq_id, origin, continue_open=library, remember=remember)
+            return written, RelatedOnOpen.read_cards(conn, prepared, written) if related else {}
+
+        result, cards = await ctx.store.write(write)
         if isinstance(result, store.Replayed):
             return ToolOutput(text=result.recorded["text"], structured=result.recorded["structured"])
         found: list[Related] = []
         if related is not None:
-            found = await related.after_write(ctx.store, result, inp.thought)
+            found = await related.after_write(ctx.store, result, inp.thought, prepared, cards)
         return render_written(inp, result, found)
 
     return think

@@ -28,12 +28,17 @@ class Card:
     snippet: str  # the opening of its latest thought: the conclusion once it is done
 
 
-def thoughts_after(conn: apsw.Connection, after_id: int, limit: int) -> list[tuple[int, int, str]]:
-    """Up to `limit` stored thoughts with an id above `after_id`, as (id, sequence rowid, text), in id order."""
+def thoughts_after(conn: apsw.Connection, after_id: int, limit: int) -> list[tuple[int, int, str, str]]:
+    """Up to `limit` stored thoughts with an id above `after_id`, in id order.
+
+    Each as (thought id, sequence rowid, sequence id, text).
+    """
     return [
-        (int(r[0]), int(r[1]), str(r[2]))
+        (int(r[0]), int(r[1]), str(r[2]), str(r[3]))
         for r in conn.execute(
-            "SELECT id, sequence_id, body FROM thoughts WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
+            "SELECT t.id, t.sequence_id, s.public_id, t.body FROM thoughts t JOIN sequences s ON s.id = t.sequence_id "
+            "WHERE t.id > ? ORDER BY t.id LIMIT ?",
+            (after_id, limit),
         )
     ]
 
