@@ -6,7 +6,8 @@ A real store is filled with a split of the reasoning set (2,309 thoughts for tra
 tool registry, then new sequences open on the same store, alternating a registry with related
 suggestions and one without (today's `sequentialthinking`), so both see the same store and the
 same disk. Each call is timed through `ToolRegistry.call` (argument parsing, the writer, the
-commit, the result); background work runs between calls, as it does while an agent thinks.
+commit, the result), in wall-clock time and in this process's CPU time (every thread; steadier
+than wall time on a busy machine); background work runs between calls, as while an agent thinks.
 Without `RelatedOnOpen` (a build before it), only the "off" column is measured.
 """
 
@@ -54,7 +55,8 @@ async def measure(split: str, openings: int, data_dir: Path) -> dict[str, dict[s
     if hasattr(library, "related"):
         registries["on"] = ToolRegistry(core_tools(related=library.related), router, _Clock())
     token = set_principal(Principal(user_key="related-latency", via="token"))
-    samples: dict[str, dict[str, list[float]]] = {k: {"first": [], "second": []} for k in registries}
+    kinds = ("first", "second", "first cpu", "second cpu")
+    samples: dict[str, dict[str, list[float]]] = {k: {kind: [] for kind in kinds} for k in registries}
     opening_texts = [s["thoughts"][:2] for s in load_split("dev")["sequences"] if len(s["thoughts"]) >= 2]
     try:
         await _fill(registries["off"], load_split(split))
@@ -63,20 +65,21 @@ async def measure(split: str, openings: int, data_dir: Path) -> dict[str, dict[s
             first, second = opening_texts[i % len(opening_texts)]
             for mode, registry in registries.items():
                 base = {"nextThoughtNeeded": True, "totalThoughts": 5}
-                t0 = time.perf_counter()
-                one = await registry.call(
-                    "sequentialthinking", {**base, "thought": first["thought"], "thoughtNumber": 1}
-                )
-                t1 = time.perf_counter()
+                opening = {**base, "thought": first["thought"], "thoughtNumber": 1}
+                c0, t0 = time.process_time(), time.perf_counter()
+                one = await registry.call("sequentialthinking", opening)
+                t1, c1 = time.perf_counter(), time.process_time()
                 await library.idle()
                 assert isinstance(one.structured_content, dict)
                 args = {**base, "thought": second["thought"], "thoughtNumber": 2}
-                t2 = time.perf_counter()
+                c2, t2 = time.process_time(), time.perf_counter()
                 await registry.call("sequentialthinking", {**args, "sequenceId": one.structured_content["sequenceId"]})
-                t3 = time.perf_counter()
+                t3, c3 = time.perf_counter(), time.process_time()
                 await library.idle()
                 samples[mode]["first"].append((t1 - t0) * 1000)
                 samples[mode]["second"].append((t3 - t2) * 1000)
+                samples[mode]["first cpu"].append((c1 - c0) * 1000)
+                samples[mode]["second cpu"].append((c3 - c2) * 1000)
     finally:
         reset_principal(token)
         await library.close()
@@ -100,7 +103,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="thoughtline-related-latency-") as tmp:
         result = asyncio.run(measure(args.split, args.openings, Path(tmp)))
     for name, numbers in result.items():
-        print(f"{name:>10}: median {numbers['median']:.3f} ms · p90 {numbers['p90']:.3f} ms")
+        print(f"{name:>14}: median {numbers['median']:.3f} ms · p90 {numbers['p90']:.3f} ms")
 
 
 if __name__ == "__main__":

@@ -89,6 +89,18 @@ async def test_the_second_thought_names_the_related_earlier_sequence(tmp_path: P
     assert second["text"].index(line) < second["text"].index(OPENING[1])
 
 
+@pytest.mark.parametrize("background", [True, False], ids=["background-on", "background-off"])
+async def test_a_restarted_server_catches_up_on_the_store_it_did_not_write(tmp_path: Path, background: bool) -> None:
+    with serve(tmp_path) as server:
+        async with mcp_client(server.base_url) as client:
+            leak = await write(client, LEAK)
+            await write(client, BREAD)
+    with serve(tmp_path, background_work=background) as server:  # a fresh process: nothing in memory
+        async with mcp_client(server.base_url) as client:
+            opening = await write(client, OPENING, final=False)
+    assert [r["sequenceId"] for r in opening[1]["structured"]["related"]] == [leak[0]["structured"]["sequenceId"]]
+
+
 async def test_an_unrelated_opening_carries_no_related_field(tmp_path: Path) -> None:
     with serve(tmp_path) as server:
         async with mcp_client(server.base_url) as client:
