@@ -143,10 +143,20 @@ class Replayed:
 Remember = Callable[[Written], Mapping[str, Any]]
 
 
-def _replay(conn: apsw.Connection, inp: ThoughtInput) -> dict[str, Any] | None:
+def _request_client(origin: str | None) -> str:
+    """The `requests.client` of a caller: its OAuth client id, '' for the static token."""
+    return origin or ""
+
+
+def _replay(conn: apsw.Connection, inp: ThoughtInput, origin: str | None) -> dict[str, Any] | None:
     if inp.request_id is None:
         return None
-    found = rows(conn, "SELECT fingerprint, result FROM requests WHERE request_id = ?", (inp.request_id,))
+    # Keyed by (client, requestId) like continuation: another client's key is not this one's.
+    found = rows(
+        conn,
+        "SELECT fingerprint, result FROM requests WHERE client = ? AND request_id = ?",
+        (_request_client(origin), inp.request_id),
+    )
     if not found:
         return None
     if found[0][0] != _fingerprint(inp):
@@ -197,7 +207,7 @@ def append_thought(
     `remember` makes of the result is stored in the same transaction and a retry gets it back as
     `Replayed` (without `remember`, an empty record).
     """
-    replayed = _replay(conn, inp)
+    replayed = _replay(conn, inp, origin)
     if replayed is not None:
         return Replayed(replayed)
     seq: SequenceRow | None = None
@@ -317,8 +327,9 @@ def append_thought(
     if inp.request_id is not None:
         record = dict(remember(written)) if remember is not None else {}
         conn.execute(
-            "INSERT INTO requests(request_id, sequence_id, fingerprint, result, created_at) VALUES (?, ?, ?, ?, ?)",
-            (inp.request_id, seq_rowid, _fingerprint(inp), json.dumps(record), now_ms),
+            "INSERT INTO requests(client, request_id, sequence_id, fingerprint, result, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (_request_client(origin), inp.request_id, seq_rowid, _fingerprint(inp), json.dumps(record), now_ms),
         )
     return written
 
