@@ -135,6 +135,18 @@ async def test_a_new_sequence_on_a_deleted_ones_row_does_not_inherit_its_words(t
     assert "related" not in opening[1]["structured"]
 
 
+async def test_a_deleted_sequence_is_never_named(tmp_path: Path) -> None:
+    with serve(tmp_path) as server:
+        async with mcp_client(server.base_url) as client:
+            kept = await write(client, LEAK)
+            twin = await write(client, LEAK)
+            await write(client, BREAD)  # so the twin's row is not the newest one
+            twin_id = twin[0]["structured"]["sequenceId"]
+            await client.call_tool("delete_thought_sequence", {"sequenceId": twin_id, "confirm": True})
+            opening = await write(client, OPENING, final=False)
+    assert [r["sequenceId"] for r in opening[1]["structured"]["related"]] == [kept[0]["structured"]["sequenceId"]]
+
+
 @pytest.mark.parametrize("changes", [{"library": False}, {"related": False}], ids=["library-off", "related-off"])
 async def test_nothing_is_suggested_when_switched_off(tmp_path: Path, changes: dict[str, Any]) -> None:
     with serve(tmp_path, **changes) as server:

@@ -92,21 +92,37 @@ class RelatedOnOpen:
         self._stopping = False
 
     def prepare(self, opened: UserStore, sequence_id: str | None, thought_number: int, text: str) -> Prepared | None:
-        """Before a write: the suggestions if this call is a second thought of a sequence whose first is folded."""
-        index = self._indexes.get(str(opened.path))
-        if index is None or sequence_id is None or thought_number != OPENING_THOUGHTS:
+        """Before a write: the suggestions if this call is a second thought of a sequence whose first is folded.
+
+        Never raises (like everything here): a suggestion must never cost a write.
+        """
+        try:
+            index = self._indexes.get(str(opened.path))
+            if index is None or sequence_id is None or thought_number != OPENING_THOUGHTS:
+                return None
+            key = index.keys.get(sequence_id)
+            return None if key is None else Prepared(key, self._choose(index, key, text))
+        except Exception as exc:
+            logger.warning("related earlier reasoning skipped: %s", type(exc).__name__)
             return None
-        key = index.keys.get(sequence_id)
-        if key is None:
-            return None
-        return Prepared(key, self._choose(index, key, text))
 
     @staticmethod
-    def read_cards(conn: apsw.Connection, prepared: Prepared | None, written: Written | Replayed) -> dict[int, Card]:
-        """Inside the write's transaction: the prepared suggestions' cards, if the write was that second thought."""
-        if prepared is None or not prepared.chosen or not _is_second(written, prepared):
+    def read_cards(
+        conn: apsw.Connection, prepared: Prepared | None, written: Written | Replayed
+    ) -> dict[int, Card] | None:
+        """Inside the write's transaction: the prepared suggestions' cards, if the write was that second thought.
+
+        None when there is nothing to read or the read failed (the suggestion is dropped, never the write).
+        """
+        if prepared is None or not _is_second(written, prepared):
+            return None
+        if not prepared.chosen:
             return {}
-        return related_store.cards(conn, [key for key, _ in prepared.chosen])
+        try:
+            return related_store.cards(conn, [key for key, _ in prepared.chosen])
+        except apsw.Error as exc:
+            logger.warning("related earlier reasoning skipped: %s", type(exc).__name__)
+            return None
 
     async def after_write(
         self,
@@ -124,13 +140,13 @@ class RelatedOnOpen:
         committed, and an error here would make the client retry a write that succeeded.
         """
         try:
-            return await self._after_write(opened, written, text, prepared, cards or {})
+            return await self._after_write(opened, written, text, prepared, cards)
         except Exception as exc:
             logger.warning("related earlier reasoning skipped: %s", type(exc).__name__)
             return []
 
     async def _after_write(
-        self, opened: UserStore, written: Written, text: str, prepared: Prepared | None, cards: dict[int, Card]
+        self, opened: UserStore, written: Written, text: str, prepared: Prepared | None, cards: dict[int, Card] | None
     ) -> list[Related]:
         index = self._index(opened)
         sequence_key, thought_id = written.sequence_key, written.thought_id
@@ -144,7 +160,7 @@ class RelatedOnOpen:
         if not (written.created or second):
             return []
         if prepared is not None and _is_second(written, prepared):
-            return self._cards(index, prepared.chosen, cards)
+            return [] if cards is None else self._cards(index, prepared.chosen, cards)
         if index.folded_to < thought_id and not await self._catch_up_inline(opened, index, thought_id, second):
             return []
         if not second:

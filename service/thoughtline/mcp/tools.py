@@ -146,9 +146,9 @@ def _think_handler(library: bool, related: RelatedOnOpen | None) -> Handler:
         # own transaction, so a second thought pays no extra round trip (library/related_open.py).
         prepared = related.prepare(ctx.store, inp.sequence_id, inp.thought_number, inp.thought) if related else None
 
-        def write(conn: apsw.Connection) -> tuple[store.Written | store.Replayed, dict[int, Card]]:
+        def write(conn: apsw.Connection) -> tuple[store.Written | store.Replayed, dict[int, Card] | None]:
             written = store.append_thought(conn, inp, at, seq_id, origin, continue_open=library, remember=remember)
-            return written, RelatedOnOpen.read_cards(conn, prepared, written) if related else {}
+            return written, RelatedOnOpen.read_cards(conn, prepared, written)
 
         result, cards = await ctx.store.write(write)
         if isinstance(result, store.Replayed):
