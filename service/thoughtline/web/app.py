@@ -132,8 +132,8 @@ def create_app(
     extras, oauth_door = _with_oauth_door(settings, clock, extras or Extras())
     services = _services(settings, clock, _with_app_resource(extras), embedder_factory, direct_tool_calls)
     groups: Sequence[RouteGroup] = [
+        mcp_endpoints.group(services),  # /mcp, /mcp-compat (first: the router tries routes in order)
         site.group(services),  # GET /, /healthz
-        mcp_endpoints.group(services),  # /mcp, /mcp-compat
         RouteGroup(routes=services.extras.routes),  # the OAuth door and callers' own routes
     ]
 

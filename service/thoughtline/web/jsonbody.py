@@ -39,6 +39,16 @@ _BOMS = (
     (b"\xff\xfe", "UTF-16"),
 )
 _FIX = "send one JSON-RPC message as UTF-8 JSON"
+_JSON_STARTS = frozenset(b"{[")
+# A number literal may overflow to infinity only with an exponent of three or more digits or more
+# digits than a finite double holds. To spot either at C speed, the body is mapped to a skeleton
+# (digits → 0, e/E → e, signs → s, all else → space) and searched for those shapes; text can
+# match too, which only costs the walk in `_check_shape`.
+_SKELETON = bytes(
+    ord("0") if chr(b).isdigit() else ord("e") if b in b"eE" else ord("s") if b in b"+-" else ord(" ")
+    for b in range(256)
+)
+_HUGE_SHAPES = (b"e000", b"es000", b"0" * 309)
 
 
 class BodyError(ValueError):
@@ -47,6 +57,8 @@ class BodyError(ValueError):
 
 def _foreign_encoding(body: bytes) -> str | None:
     """The encoding a body announces or shows (RFC 4627 §3: NULs among the first four bytes), if not UTF-8."""
+    if len(body) >= 2 and body[0] in _JSON_STARTS and body[1] != 0:
+        return None  # the usual case, `{"` or `[{`: no BOM, and UTF-16/32 would put a NUL second
     for bom, name in _BOMS:
         if body.startswith(bom):
             return name
@@ -63,17 +75,20 @@ def _check_shape(value: Any) -> None:
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            if isinstance(node, float) and not math.isfinite(node):
-                raise BodyError(f"Parse error: a number is too large to be finite; {_FIX} with finite numbers.")
-            continue
-        if depth > MAX_DEPTH:
-            raise BodyError(f"Parse error: the JSON nests deeper than {MAX_DEPTH} levels; {_FIX} nested less deeply.")
-        stack.extend((child, depth + 1) for child in children)
+        if isinstance(node, dict | list):
+            if depth > MAX_DEPTH:
+                raise BodyError(
+                    f"Parse error: the JSON nests deeper than {MAX_DEPTH} levels; {_FIX} nested less deeply."
+                )
+            for child in node.values() if isinstance(node, dict) else node:
+                stack.append((child, depth + 1))
+        elif isinstance(node, float) and not math.isfinite(node):
+            raise BodyError(f"Parse error: a number is too large to be finite; {_FIX} with finite numbers.")
+
+
+def _maybe_huge(body: bytes) -> bool:
+    skeleton = body.translate(_SKELETON)
+    return any(shape in skeleton for shape in _HUGE_SHAPES)
 
 
 def parse_message(body: bytes) -> Any:
@@ -90,7 +105,10 @@ def parse_message(body: bytes) -> Any:
                 f"Parse error: the JSON nests deeper than {MAX_DEPTH} levels; {_FIX} nested less deeply."
             ) from None
         raise BodyError(f"Parse error: {detail[:200]}; {_FIX}.") from None
-    _check_shape(value)
+    # Fewer brackets than the depth limit (counting those inside strings too) cannot nest past it;
+    # that is every ordinary tool call, which then skips the walk.
+    if body.count(b"[") + body.count(b"{") > MAX_DEPTH or _maybe_huge(body):
+        _check_shape(value)
     return value
 
 
