@@ -7,6 +7,8 @@ Layers, each adding to the one before:
   writer        the store actor: queue → writer thread → append_thought SQL → COMMIT → future
   tool          ToolRegistry.call: argument parsing, the writer, the CallToolResult model
   asgi-null     httpx's in-process ASGI transport against an app that returns a constant (client cost)
+  asgi no-write the whole app calling `bench_constant`, an extra tool that writes nothing: the
+                request path alone (guards, bearer, body gate, direct path, registry); also on /mcp
   asgi          the whole Starlette app in process on /mcp-compat: guards, bearer gate, body gate, tool
   asgi /mcp     the same on /mcp (2026-07-28 envelope and routing headers)
   asgi+log      /mcp-compat with logging configured at INFO, as `thoughtline serve` does by default
@@ -30,11 +32,12 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+import mcp_types as types
 from starlette.types import Receive, Scope, Send
 
 from bench.floor import measure_floor
@@ -48,10 +51,10 @@ from thoughtline.clock import SystemClock, now_ms
 from thoughtline.config import Settings
 from thoughtline.domain import arguments
 from thoughtline.identity import OWNER_KEY, Principal, reset_principal, set_principal
-from thoughtline.mcp.tools import ToolRegistry, core_tools, new_sequence_id
+from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolRegistry, ToolSpec, core_tools, new_sequence_id
 from thoughtline.storage import thoughts as store
 from thoughtline.storage.router import StoreRouter
-from thoughtline.web.app import create_app
+from thoughtline.web.app import Extras, create_app
 
 Call = Callable[[int], Awaitable[None]]
 T = TypeVar("T")
@@ -145,20 +148,41 @@ async def _null_app(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+CONSTANT_TOOL = "bench_constant"
+
+
+async def _constant(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
+    """A tool that writes nothing and answers what `sequentialthinking` answers, in size and shape."""
+    structured = {"sequenceId": "seq_" + "0" * 32, "thoughtNumber": 2, "totalThoughts": 3, "nextThoughtNeeded": True}
+    return ToolOutput(text=f"Thought 2/3\n\n{THOUGHT_TEXT}", structured={**structured, "branches": []})
+
+
+def constant_tool() -> ToolSpec:
+    """`bench_constant`, registered like any extra tool: the app's whole request path without the write."""
+    declaration = types.Tool(name=CONSTANT_TOOL, description="benchmark only", input_schema={"type": "object"})
+    return ToolSpec(declaration, _constant)
+
+
 async def layer_asgi(
-    data_dir: Path, n: int, warmup: int, *, null: bool = False, path: str = COMPAT_PATH
+    data_dir: Path,
+    n: int,
+    warmup: int,
+    *,
+    null: bool = False,
+    path: str = COMPAT_PATH,
+    tool: str = "sequentialthinking",
 ) -> tuple[list[int], int]:
     """The app (or a constant app) through httpx.ASGITransport: no sockets, no uvicorn."""
     token = new_token()
     settings = Settings(data_dir=data_dir, api_token=token)
-    app: Any = _null_app if null else create_app(settings)
+    app: Any = _null_app if null else create_app(settings, extras=Extras(tools=[constant_tool()]))
     transport = httpx.ASGITransport(app=app)
     url = f"http://127.0.0.1{path}"
     ids = iter(range(1, 10_000_000))
-    routing = headers(token, path) | ({"Mcp-Name": "sequentialthinking"} if path == MODERN_PATH else {})
+    routing = headers(token, path) | ({"Mcp-Name": tool} if path == MODERN_PATH else {})
 
     def body(i: int, seq_id: str | None) -> dict[str, Any]:
-        return call_message(next(ids), "sequentialthinking", think_arguments(THOUGHT_TEXT, i, seq_id), path)
+        return call_message(next(ids), tool, think_arguments(THOUGHT_TEXT, i, seq_id), path)
 
     async def run(client: httpx.AsyncClient) -> tuple[list[int], int]:
         first = await client.post(url, json=body(1, None))
@@ -199,6 +223,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("writer", lambda d: layer_writer(d, args.calls, args.warmup)),
             ("tool", lambda d: layer_tool(d, args.calls, args.warmup)),
             ("asgi-null", lambda d: layer_asgi(d, args.calls, args.warmup, null=True)),
+            ("asgi no-write", lambda d: layer_asgi(d, args.calls, args.warmup, tool=CONSTANT_TOOL)),
+            (
+                "asgi no-write /mcp",
+                lambda d: layer_asgi(d, args.calls, args.warmup, path=MODERN_PATH, tool=CONSTANT_TOOL),
+            ),
             ("asgi", lambda d: layer_asgi(d, args.calls, args.warmup)),
             ("asgi /mcp", lambda d: layer_asgi(d, args.calls, args.warmup, path=MODERN_PATH)),
         ]
