@@ -137,29 +137,10 @@ def create_app(
         RouteGroup(routes=services.extras.routes),  # the OAuth door and callers' own routes
     ]
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if settings.ephemeral_storage is not None:
-            logger.warning("NOT DURABLE: %s", settings.ephemeral_storage)
-        async with contextlib.AsyncExitStack() as stack:
-            for running in (run for group in groups for run in group.running):
-                await stack.enter_async_context(running())
-            sweeper = asyncio.create_task(_sweep(services.router))
-            try:
-                yield
-            finally:
-                sweeper.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await sweeper
-                await services.library.close()  # one running batch, not the whole backlog
-                await services.router.close_all()
-                if oauth_door is not None:
-                    await oauth_door.aclose()
-
     routes: list[BaseRoute] = [route for group in groups for route in group.routes]
     app = Starlette(
         routes=routes,
-        lifespan=lifespan,
+        lifespan=_lifespan(services, groups, oauth_door),
         middleware=[
             Middleware(AccessLog),
             Middleware(
@@ -177,6 +158,33 @@ def create_app(
         for name, value in group.state.items():
             setattr(app.state, name, value)
     return app
+
+
+def _lifespan(
+    services: Services, groups: Sequence[RouteGroup], oauth_door: OAuthDoor | None
+) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
+    """Start what the groups need running and the idle-store sweep; on the way out, close it all."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if services.settings.ephemeral_storage is not None:
+            logger.warning("NOT DURABLE: %s", services.settings.ephemeral_storage)
+        async with contextlib.AsyncExitStack() as stack:
+            for running in (run for group in groups for run in group.running):
+                await stack.enter_async_context(running())
+            sweeper = asyncio.create_task(_sweep(services.router))
+            try:
+                yield
+            finally:
+                sweeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sweeper
+                await services.library.close()  # one running batch, not the whole backlog
+                await services.router.close_all()
+                if oauth_door is not None:
+                    await oauth_door.aclose()
+
+    return lifespan
 
 
 async def _sweep(router: StoreRouter) -> None:
