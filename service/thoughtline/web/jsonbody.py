@@ -45,7 +45,7 @@ _JSON_STARTS = frozenset(b"{[")
 # (digits → 0, e/E → e, signs → s, all else → space) and searched for those shapes; text can
 # match too, which only costs the walk in `_check_shape`.
 _SKELETON = bytes(
-    ord("0") if chr(b).isdigit() else ord("e") if b in b"eE" else ord("s") if b in b"+-" else ord(" ")
+    ord("0") if b in b"0123456789" else ord("e") if b in b"eE" else ord("s") if b in b"+-" else ord(" ")
     for b in range(256)
 )
 _HUGE_SHAPES = (b"e000", b"es000", b"0" * 309)
@@ -150,7 +150,7 @@ class JsonBodyGate:
             size += len(chunk)
             if size > self._max_body:
                 limit = self._max_body
-                text = f"The request body exceeds {limit} bytes, the limit (THOUGHTLINE_MAX_BODY_BYTES)."
+                text = f"The request body is larger than {limit} bytes (THOUGHTLINE_MAX_BODY_BYTES); send a smaller one."
                 await _answer(send, 413, json.dumps({"error": "payload_too_large", "message": text}).encode())
                 return
             chunks.append(chunk)
