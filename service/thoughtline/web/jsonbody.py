@@ -150,7 +150,7 @@ class JsonBodyGate:
             size += len(chunk)
             if size > self._max_body:
                 limit = self._max_body
-                text = f"The request body is larger than {limit} bytes (THOUGHTLINE_MAX_BODY_BYTES); send a smaller one."
+                text = f"The request body is over {limit} bytes (THOUGHTLINE_MAX_BODY_BYTES); send a smaller one."
                 await _answer(send, 413, json.dumps({"error": "payload_too_large", "message": text}).encode())
                 return
             chunks.append(chunk)
