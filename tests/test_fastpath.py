@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support import TOKEN, ThreadServer, serve_in_thread
+from tests.support import TOKEN, ThreadServer, mcp_client, serve_in_thread, structured
 from thoughtline.config import Settings
 from thoughtline.web.app import create_app
 
@@ -219,3 +219,14 @@ def test_anything_unusual_on_mcp_is_left_to_the_sdk_and_answered_alike(
     state = direct.app.state.modern_tool_calls
     assert state is not None
     assert state.answered == 0
+
+
+@pytest.mark.anyio
+async def test_the_sdk_client_in_2026_mode_is_answered_by_the_direct_path(server: ThreadServer) -> None:
+    state = server.app.state.modern_tool_calls
+    args = {"thought": "direct", "nextThoughtNeeded": False, "thoughtNumber": 1, "totalThoughts": 1}
+    async with mcp_client(server.base_url, path="/mcp", mode="2026-07-28") as client:
+        written = structured(await client.call_tool("sequentialthinking", args))
+        page = structured(await client.call_tool("get_thought_history", {"sequenceId": written["sequenceId"]}))
+    assert page["thoughts"][0]["thought"] == "direct"
+    assert state.answered == 2
