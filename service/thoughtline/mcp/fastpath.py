@@ -158,9 +158,9 @@ class ModernToolCalls:
     """`/mcp` (2026-07-28): the same for a tools/call whose envelope and headers pass the SDK's own checks.
 
     The checks are the SDK's functions, called as its modern handler calls them: the routing-header
-    ladder (`classify_inbound_request`) and the surface validation of
-    the params. `Mcp-Param-*` header validation only applies to tools whose schema declares
-    `x-mcp-header`; a call of such a tool is left to the SDK.
+    ladder (`classify_inbound_request`) and the surface validation of the params. `Mcp-Param-*`
+    header validation only applies to tools whose schema declares `x-mcp-header`; a call of such a
+    tool is left to the SDK.
     """
 
     def __init__(self, app: ASGIApp, registry: ToolRegistry, server_info: dict[str, Any]) -> None:
