@@ -77,7 +77,11 @@ def _with_app_resource(extras: Extras) -> Extras:
 def _tools(settings: Settings, library: Library, extras: Extras) -> list[ToolSpec]:
     """Every tool: the core three, the library's, the thread and proposal tools (library on), extras."""
     tools = [
-        *core_tools(mcp_endpoints.UI_TOOL_META, library=settings.library),
+        *core_tools(
+            mcp_endpoints.UI_TOOL_META,
+            library=settings.library,
+            related=library.related if settings.related else None,
+        ),
         *library.tools(discovery=settings.library),
     ]
     if settings.library:
