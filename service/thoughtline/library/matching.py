@@ -11,7 +11,7 @@ held for long; the steps repeat until nothing is pending.
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -20,9 +20,22 @@ import apsw
 import numpy as np
 
 from thoughtline.library import model_identity, vectors
-from thoughtline.library.proposals import TUNING, Tuning, Vector, pick, sequence_vector, thread_vector, unit
+from thoughtline.library.proposals import (
+    TUNING,
+    Terms,
+    ThreadProfile,
+    Tuning,
+    Vector,
+    picks,
+    sequence_vector,
+    term_vector,
+    thread_terms,
+    thread_vector,
+    unit,
+)
 from thoughtline.storage import proposals as proposal_store
 from thoughtline.storage import search as search_store
+from thoughtline.storage import threads as thread_store
 
 if TYPE_CHECKING:
     from thoughtline.library.embed import Embedder
@@ -47,6 +60,11 @@ class _Plan:
     batch: list[int]
     missing: list[int]
     vectors: dict[int, tuple[list[int], list[bytes]]] = field(default_factory=dict)
+    # Words: term counts of each sequence involved and of each description, and the store's
+    # statistics of those terms (from the keyword index, in the same snapshot).
+    words: dict[int, Counter[str]] = field(default_factory=dict)
+    description_words: dict[str, Counter[str]] = field(default_factory=dict)
+    statistics: thread_store.TermStatistics = field(default_factory=lambda: thread_store.TermStatistics(0, {}))
 
 
 def _plan(conn: apsw.Connection) -> _Plan | None:
@@ -69,6 +87,10 @@ def _plan(conn: apsw.Connection) -> _Plan | None:
         grouped[seq][0].append(thought)
         grouped[seq][1].append(blob)
     plan.vectors = dict(grouped)
+    plan.words = thread_store.sequence_terms(conn, involved)
+    plan.description_words = {t.description: Counter(thread_store.terms(conn, t.description)) for t in threads}
+    wanted = {term for counts in (*plan.words.values(), *plan.description_words.values()) for term in counts}
+    plan.statistics = thread_store.term_statistics(conn, wanted)
     return plan
 
 
@@ -108,36 +130,43 @@ class _Descriptions:
 
 
 def _decide(plan: _Plan, descriptions: dict[str, Vector | None], tuning: Tuning) -> list[Row]:
-    """The proposals of one step."""
+    """The proposals of one step: every (thread, sequence) pair whose similarity reaches the threshold."""
+    stats = plan.statistics
     seq_vectors: dict[int, Vector] = {}
     for seq, (_, blobs) in plan.vectors.items():
         v = sequence_vector(_matrix(blobs))
         if v is not None:
             seq_vectors[seq] = v
-    thread_vectors: dict[int, Vector] = {}
+    seq_words: dict[int, Terms] = {
+        seq: term_vector(counts, stats.frequency, stats.documents) for seq, counts in plan.words.items()
+    }
+    profiles: dict[int, ThreadProfile] = {}
     for t in plan.threads:
-        members = [seq_vectors[s] for s in plan.members.get(t.rowid, []) if s in seq_vectors]
-        v = thread_vector(descriptions.get(t.description), members, tuning.blend_k)
-        if v is not None:
-            thread_vectors[t.rowid] = v
+        member_ids = [s for s in plan.members.get(t.rowid, []) if s in seq_vectors]
+        vector = thread_vector(descriptions.get(t.description), [seq_vectors[s] for s in member_ids], tuning.blend_k)
+        described = term_vector(plan.description_words.get(t.description, Counter()), stats.frequency, stats.documents)
+        words = thread_terms(described, [seq_words.get(s, {}) for s in member_ids], tuning.blend_k)
+        profiles[t.rowid] = ThreadProfile(vector, words)
     out: list[Row] = []
 
-    def match(seq: int) -> tuple[int, float, int] | None:
+    def match(seq: int, against: dict[int, ThreadProfile]) -> list[tuple[int, float, int]]:
         if seq not in plan.vectors:
-            return None
+            return []
         ids, blobs = plan.vectors[seq]
-        chosen = pick(thread_vectors, ids, _matrix(blobs), tuning)
-        return None if chosen is None else (chosen.thread, chosen.similarity, chosen.evidence_thought)
+        # A member is never proposed (the write re-checks, with rejections, in its transaction).
+        open_threads = {t: p for t, p in against.items() if seq not in plan.members.get(t, [])}
+        found = picks(open_threads, ids, _matrix(blobs), seq_words.get(seq, {}), tuning)
+        return [(p.thread, p.similarity, p.evidence_thought) for p in found]
 
-    # A completed sequence is proposed when it was written; a backfilled one when the thread was.
+    # A completed sequence is matched against every active thread and proposed when it was
+    # written; a backfilled one only against the thread being backfilled, when it was described.
     for seq, queued_at in plan.queue:
-        if (found := match(seq)) is not None:
-            out.append((found[0], seq, found[1], found[2], queued_at))
-    if plan.backfill is not None:
+        out += [(thread, seq, sim, evidence, queued_at) for thread, sim, evidence in match(seq, profiles)]
+    if plan.backfill is not None and plan.backfill.rowid in profiles:
+        only = {plan.backfill.rowid: profiles[plan.backfill.rowid]}
+        at = plan.backfill.updated_at
         for seq in plan.batch:
-            found = match(seq)
-            if found is not None and found[0] == plan.backfill.rowid:
-                out.append((found[0], seq, found[1], found[2], plan.backfill.updated_at))
+            out += [(thread, seq, sim, evidence, at) for thread, sim, evidence in match(seq, only)]
     return out
 
 
