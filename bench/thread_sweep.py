@@ -6,7 +6,7 @@ their index terms (`storage.threads.terms`, the keyword index's tokenizer), so a
 embedding pass. Document frequencies are counted as the store would hold them at each matching:
 over every thought written so far (flow A grows them sequence by sequence). A blend fixes both
 cosines of every pair a flow meets, so each is computed once per blend and the threshold / words
-grid only re-decides. The chosen point is the one whose worst recall (split × flow, and the
+grid only re-decides. The chosen point is the one whose worst recall (every split and flow, and the
 threshold moved ±0.02) is best while precision stays ≥ 0.9 and no trap is proposed at all three
 thresholds. This module reads `bench.eval_threads` (the labels and the scoring); nothing there
 imports it.
@@ -207,7 +207,7 @@ def _fmt(a: Score, b: Score) -> str:
 
 
 def _worst(replays: Sequence[Replay], tuning: Tuning) -> float | None:
-    """The worst recall over split × flow, or None when a precision falls below 0.9 or a trap is proposed."""
+    """The worst recall over every split and flow, or None when a precision falls below 0.9 or a trap is proposed."""
     worst = 1.0
     for r in replays:
         for s in r.scores(tuning):
@@ -258,7 +258,7 @@ def run_sweep(sets: Sequence[LabelledSet], embedder: Embedder, current: Tuning) 
 
 
 def curve(sets: Sequence[LabelledSet], corpora: Mapping[str, Corpus], tuning: Tuning) -> None:
-    """Each split's scores at `tuning` and at thresholds from −0.06 to +0.06 around it."""
+    """Each split's scores at `tuning` and at thresholds from -0.06 to +0.06 around it."""
     rs = replays(sets, corpora, tuning.blend_k)
     for step in range(-3, 4):
         t = Tuning(round(tuning.threshold + 0.02 * step, 2), tuning.words, tuning.blend_k)

@@ -293,7 +293,9 @@ class TermStatistics:
 def terms(conn: apsw.Connection, text: str) -> list[str]:
     """The index terms of `text`, in order (as `thoughts_fts` tokenizes a thought's body)."""
     tokenizer = conn.fts5_tokenizer(*_FTS_TOKENIZER)
-    cut = tokenizer(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False, include_colocated=False)
+    cut = tokenizer(
+        text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False, include_colocated=False
+    )
     return [t for t in cut if isinstance(t, str)]
 
 
