@@ -258,10 +258,10 @@ def run_sweep(sets: Sequence[LabelledSet], embedder: Embedder, current: Tuning) 
 
 
 def curve(sets: Sequence[LabelledSet], corpora: Mapping[str, Corpus], tuning: Tuning) -> None:
-    """Each split's scores at `tuning` and at thresholds from -0.06 to +0.06 around it."""
+    """Each split's scores at `tuning` and at thresholds from -0.04 to +0.04 around it, by 0.01."""
     rs = replays(sets, corpora, tuning.blend_k)
-    for step in range(-3, 4):
-        t = Tuning(round(tuning.threshold + 0.02 * step, 2), tuning.words, tuning.blend_k)
+    for step in range(-4, 5):
+        t = Tuning(round(tuning.threshold + 0.01 * step, 2), tuning.words, tuning.blend_k)
         for r in rs:
             print(
                 f"around blend_k {t.blend_k} words {t.words}, threshold {t.threshold}, "

@@ -67,7 +67,21 @@ class _Plan:
     statistics: thread_store.TermStatistics = field(default_factory=lambda: thread_store.TermStatistics(0, {}))
 
 
-def _plan(conn: apsw.Connection) -> _Plan | None:
+@dataclass
+class _Memo:
+    """What one `match_pending` call reads once and reuses across its steps.
+
+    The steps of one call (a backfill per thread, over the same sequences) meet the same
+    sequences and words again and again. A sequence's words are kept with the thoughts they were
+    read from, and read again when that set changed; a term's document frequency moves by a
+    thought or two within a call, which no decision depends on.
+    """
+
+    frequencies: dict[str, int] = field(default_factory=dict)
+    words: dict[int, tuple[tuple[int, ...], Counter[str]]] = field(default_factory=dict)
+
+
+def _plan(conn: apsw.Connection, memo: _Memo) -> _Plan | None:
     queue = proposal_store.queued(conn, SCAN)
     threads = proposal_store.active_threads(conn)
     backfill = next((t for t in threads if t.backfill_pending), None)
@@ -87,10 +101,19 @@ def _plan(conn: apsw.Connection) -> _Plan | None:
         grouped[seq][0].append(thought)
         grouped[seq][1].append(blob)
     plan.vectors = dict(grouped)
-    plan.words = thread_store.sequence_terms(conn, involved)
+    embedded = {seq: tuple(ids) for seq, (ids, _) in plan.vectors.items()}
+    stale = [s for s in involved if s not in memo.words or memo.words[s][0] != embedded.get(s, ())]
+    read = thread_store.sequence_terms(conn, stale)
+    memo.words.update({s: (embedded.get(s, ()), read.get(s, Counter())) for s in stale})
+    plan.words = {s: memo.words[s][1] for s in involved if memo.words[s][1]}
     plan.description_words = {t.description: Counter(thread_store.terms(conn, t.description)) for t in threads}
     wanted = {term for counts in (*plan.words.values(), *plan.description_words.values()) for term in counts}
-    plan.statistics = thread_store.term_statistics(conn, wanted)
+    unknown = wanted - memo.frequencies.keys()
+    fresh = thread_store.term_statistics(conn, unknown)
+    memo.frequencies.update({term: fresh.frequency.get(term, 0) for term in unknown})
+    plan.statistics = thread_store.TermStatistics(
+        fresh.documents, {t: memo.frequencies[t] for t in wanted if memo.frequencies[t]}
+    )
     return plan
 
 
@@ -200,7 +223,8 @@ async def match_pending(
     made = 0
     stalled: list[int] = []
     current: str | None = None  # the model id, asked for only once something needs the model
-    while (plan := await opened.read(_plan)) is not None:
+    memo = _Memo()
+    while (plan := await opened.read(lambda conn: _plan(conn, memo))) is not None:
         embedding = bool(plan.missing and plan.missing != stalled)
         if current is None and (embedding or (plan.threads and (plan.queue or plan.batch))):
             current = await asyncio.to_thread(_model_id, embedder())
