@@ -79,6 +79,10 @@ class _Memo:
 
     frequencies: dict[str, int] = field(default_factory=dict)
     words: dict[int, tuple[tuple[int, ...], Counter[str]]] = field(default_factory=dict)
+    # sequence -> (the word counts and thought count it was weighed with, its TF-IDF vector)
+    weights: dict[int, tuple[Counter[str], int, Terms]] = field(default_factory=dict)
+    # (description, members, thought count) -> the thread's words
+    threads: dict[tuple[str, tuple[int, ...], int], Terms] = field(default_factory=dict)
 
 
 def _plan(conn: apsw.Connection, memo: _Memo) -> _Plan | None:
@@ -152,7 +156,7 @@ class _Descriptions:
         return {t: self._known.get(t) for t in texts}
 
 
-def _decide(plan: _Plan, descriptions: dict[str, Vector | None], tuning: Tuning) -> list[Row]:
+def _decide(plan: _Plan, descriptions: dict[str, Vector | None], tuning: Tuning, memo: _Memo) -> list[Row]:
     """The proposals of one step: every (thread, sequence) pair whose similarity reaches the threshold."""
     stats = plan.statistics
     seq_vectors: dict[int, Vector] = {}
@@ -160,15 +164,25 @@ def _decide(plan: _Plan, descriptions: dict[str, Vector | None], tuning: Tuning)
         v = sequence_vector(_matrix(blobs))
         if v is not None:
             seq_vectors[seq] = v
-    seq_words: dict[int, Terms] = {
-        seq: term_vector(counts, stats.frequency, stats.documents) for seq, counts in plan.words.items()
-    }
+    seq_words: dict[int, Terms] = {}
+    for seq, counts in plan.words.items():
+        # A sequence's TF-IDF is kept while its words and the thought count stay the same.
+        kept = memo.weights.get(seq)
+        if kept is None or kept[0] is not counts or kept[1] != stats.documents:
+            kept = (counts, stats.documents, term_vector(counts, stats.frequency, stats.documents))
+            memo.weights[seq] = kept
+        seq_words[seq] = kept[2]
     profiles: dict[int, ThreadProfile] = {}
     for t in plan.threads:
         member_ids = [s for s in plan.members.get(t.rowid, []) if s in seq_vectors]
         vector = thread_vector(descriptions.get(t.description), [seq_vectors[s] for s in member_ids], tuning.blend_k)
-        described = term_vector(plan.description_words.get(t.description, Counter()), stats.frequency, stats.documents)
-        words = thread_terms(described, [seq_words.get(s, {}) for s in member_ids], tuning.blend_k)
+        key = (t.description, tuple(member_ids), stats.documents)
+        words = memo.threads.get(key)
+        if words is None:
+            counts = plan.description_words.get(t.description, Counter())
+            described = term_vector(counts, stats.frequency, stats.documents)
+            words = thread_terms(described, [seq_words.get(s, {}) for s in member_ids], tuning.blend_k)
+            memo.threads[key] = words
         profiles[t.rowid] = ThreadProfile(vector, words)
     out: list[Row] = []
 
@@ -245,5 +259,5 @@ async def match_pending(
         if plan.threads and (plan.queue or plan.batch):
             descriptions = descriptions or _Descriptions(embedder(), cache)
             texts = await descriptions.vectors([t.description for t in plan.threads])
-        made += await opened.write(_commit(plan, _decide(plan, texts, tuning)))
+        made += await opened.write(_commit(plan, _decide(plan, texts, tuning, memo)))
     return made
