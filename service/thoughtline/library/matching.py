@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 SCAN = 200
 # A proposal to write: (thread, sequence, similarity, evidence thought, proposed at).
 Row = tuple[int, int, float, int, int]
+# A thread's words come from its description and its newest member sequences, at most this many: what it
+# is about now, and a bound on the text read and the terms looked up per step, whatever its size.
+WORD_MEMBERS = 16
 # Thoughts of the sequences involved that are embedded per step when their vectors are missing.
 EMBED_BATCH = 256
 
@@ -106,10 +109,11 @@ def _plan(conn: apsw.Connection, memo: _Memo) -> _Plan | None:
         grouped[seq][1].append(blob)
     plan.vectors = dict(grouped)
     embedded = {seq: tuple(ids) for seq, (ids, _) in plan.vectors.items()}
-    stale = [s for s in involved if s not in memo.words or memo.words[s][0] != embedded.get(s, ())]
+    worded = sorted({s for s, _ in queue} | set(batch) | {s for m in members.values() for s in m[-WORD_MEMBERS:]})
+    stale = [s for s in worded if s not in memo.words or memo.words[s][0] != embedded.get(s, ())]
     read = thread_store.sequence_terms(conn, stale)
     memo.words.update({s: (embedded.get(s, ()), read.get(s, Counter())) for s in stale})
-    plan.words = {s: memo.words[s][1] for s in involved if memo.words[s][1]}
+    plan.words = {s: memo.words[s][1] for s in worded if memo.words[s][1]}
     plan.description_words = {t.description: Counter(thread_store.terms(conn, t.description)) for t in threads}
     wanted = {term for counts in (*plan.words.values(), *plan.description_words.values()) for term in counts}
     unknown = wanted - memo.frequencies.keys()
@@ -176,12 +180,13 @@ def _decide(plan: _Plan, descriptions: dict[str, Vector | None], tuning: Tuning,
     for t in plan.threads:
         member_ids = [s for s in plan.members.get(t.rowid, []) if s in seq_vectors]
         vector = thread_vector(descriptions.get(t.description), [seq_vectors[s] for s in member_ids], tuning.blend_k)
-        key = (t.description, tuple(member_ids), stats.documents)
+        worded = member_ids[-WORD_MEMBERS:]
+        key = (t.description, tuple(worded), stats.documents)
         words = memo.threads.get(key)
         if words is None:
             counts = plan.description_words.get(t.description, Counter())
             described = term_vector(counts, stats.frequency, stats.documents)
-            words = thread_terms(described, [seq_words.get(s, {}) for s in member_ids], tuning.blend_k)
+            words = thread_terms(described, [seq_words.get(s, {}) for s in worded], tuning.blend_k)
             memo.threads[key] = words
         profiles[t.rowid] = ThreadProfile(vector, words)
     out: list[Row] = []
