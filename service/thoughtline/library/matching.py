@@ -109,7 +109,9 @@ def _plan(conn: apsw.Connection, memo: _Memo) -> _Plan | None:
         grouped[seq][1].append(blob)
     plan.vectors = dict(grouped)
     embedded = {seq: tuple(ids) for seq, (ids, _) in plan.vectors.items()}
-    worded = sorted({s for s, _ in queue} | set(batch) | {s for m in members.values() for s in m[-WORD_MEMBERS:]})
+    # The same members `_decide` takes words from: the newest ones that have a vector.
+    newest = {s for m in members.values() for s in [x for x in m if x in plan.vectors][-WORD_MEMBERS:]}
+    worded = sorted({s for s, _ in queue} | set(batch) | newest)
     stale = [s for s in worded if s not in memo.words or memo.words[s][0] != embedded.get(s, ())]
     read = thread_store.sequence_terms(conn, stale)
     memo.words.update({s: (embedded.get(s, ()), read.get(s, Counter())) for s in stale})

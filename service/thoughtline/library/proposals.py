@@ -4,9 +4,8 @@ Pure functions over numpy vectors and term counts (SPEC §5.3 "3. Proposals"); t
 around them is in `library/matching.py` and its SQL in `storage/proposals.py` and
 `storage/threads.py` (the term statistics). Each thread judges each sequence on its own: a
 sequence that fits two threads is proposed to both. The numbers in `Tuning` were calibrated on
-the train and dev splits of `bench/data/reasoning/` for the shipped MiniLM
-(`python -m bench.thread_sweep --splits train,dev`) and are explained in docs/threads.md,
-"Proposals".
+the dev split of `bench/data/reasoning/` for the shipped MiniLM, train as the check, never test
+(`python -m bench.thread_sweep --splits dev`), and are explained in docs/threads.md, "Proposals".
 """
 
 from __future__ import annotations
