@@ -32,11 +32,11 @@ from typing import Any
 import apsw
 
 from bench.embed_cache import cached_embedder, model_tag
+from thoughtline.domain.vector_keys import chunk_texts
 from thoughtline.identity import Principal, reset_principal, set_principal
 from thoughtline.library import vectors
 from thoughtline.library.embed import Embedder
 from thoughtline.library.retrieval import Tuning, hybrid_search
-from thoughtline.library.search import chunk_texts
 from thoughtline.mcp.library_tools import Library
 from thoughtline.mcp.tools import ToolRegistry, core_tools
 from thoughtline.storage.db import connect

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from bench.embed_cache import cached_embedder, model_tag
 from thoughtline.library.embed import Embedder
 from thoughtline.library.proposals import TUNING, Tuning, Vector, best_thread, sequence_vector, thread_vector, unit
-from thoughtline.library.search import MAX_CHUNKS, chunk_texts
+from thoughtline.domain.vector_keys import VECTOR_SLOTS, chunk_texts
 
 if TYPE_CHECKING:
     from bench.eval_threads import LabelledSet, Score
@@ -42,7 +42,7 @@ def _vectors(data: LabelledSet, embedder: Embedder, passages: bool) -> dict[str,
     texts: list[str] = []
     for seq in data.sequences:
         for t in seq["thoughts"]:
-            parts = chunk_texts(t["thought"], MAX_CHUNKS, 0) if passages else [" ".join(t["thought"].split())]
+            parts = chunk_texts(t["thought"], VECTOR_SLOTS, 0) if passages else [" ".join(t["thought"].split())]
             owners += [seq["id"]] * len(parts)
             texts += parts
     matrix = embedder.embed(texts)

@@ -17,8 +17,8 @@ import apsw
 import numpy as np
 from numpy.typing import NDArray
 
+from thoughtline.domain.vector_keys import VECTOR_SLOTS
 from thoughtline.storage import search as search_store
-from thoughtline.storage.migrations import VECTOR_SLOTS
 
 MAX_BLOCKS = 8
 IntArray = NDArray[np.int64]
