@@ -46,10 +46,11 @@ def _block(keys: IntArray, sequences: IntArray, matrix: FloatArray) -> Block:
     return Block(keys, sequences, np.ascontiguousarray(matrix), seq_ids, sums, counts)
 
 
-def _cosines(matrix: FloatArray, q: FloatArray) -> FloatArray:
+def _cosines(matrix: FloatArray, qs: FloatArray) -> FloatArray:
+    """n x k cosines of every row of `matrix` with every query row of `qs` (unit vectors)."""
     # einsum runs numpy's own single-threaded loop: OpenBLAS's threaded gemv was 3-5x slower on a
     # busy 2-core machine (threads fighting onnxruntime and each other), ~2 ms vs ~9 ms at 12k rows.
-    out: FloatArray = np.einsum("nd,d->n", matrix, q)
+    out: FloatArray = np.einsum("nd,kd->nk", matrix, qs)
     return out
 
 
@@ -147,13 +148,34 @@ class DenseIndex:
 
     def score(self, query: FloatArray) -> Scores:
         """Whole, best-passage and sequence cosines of every thought for one query vector."""
+        return self.score_many(np.asarray(query, dtype=np.float32)[None, :])[0]
+
+    def score_many(self, queries: FloatArray) -> list[Scores]:
+        """`score` of each row of `queries` (k x dim), all of them in one matrix product.
+
+        Several phrasings of one question cost one pass over the store's vectors, not one each:
+        the pass is bound by reading the matrix, not by the multiply.
+        """
         blocks, layout = self.blocks, self.layout
-        q = query.astype(np.float32)
+        qs = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         if not blocks or layout is None or not len(layout.starts):
             empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-            return Scores(empty_i, empty_f, empty_f, empty_f, empty_f, empty_i, empty_i)
-        sims = np.concatenate([_cosines(b.matrix, q) for b in blocks]).astype(np.float32)
-        whole = sims[layout.starts]
-        best = np.maximum.reduceat(sims, layout.starts)
-        per_thought = _cosines(layout.centroids, q)[layout.centroid_of].astype(np.float32)
-        return Scores(layout.thought_ids, whole, best, per_thought, sims, layout.starts, layout.keys)
+            return [Scores(empty_i, empty_f, empty_f, empty_f, empty_f, empty_i, empty_i) for _ in qs]
+        sims = np.concatenate([_cosines(b.matrix, qs) for b in blocks])  # n x k
+        best = np.maximum.reduceat(sims, layout.starts, axis=0)
+        per_thought = _cosines(layout.centroids, qs)[layout.centroid_of]
+        out = []
+        for j in range(qs.shape[0]):
+            column = np.ascontiguousarray(sims[:, j])
+            out.append(
+                Scores(
+                    layout.thought_ids,
+                    column[layout.starts],
+                    np.ascontiguousarray(best[:, j]),
+                    np.ascontiguousarray(per_thought[:, j]),
+                    column,
+                    layout.starts,
+                    layout.keys,
+                )
+            )
+        return out
