@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.embed_cache import cached_embedder, model_tag
+from thoughtline.domain.vector_keys import VECTOR_SLOTS, chunk_texts
 from thoughtline.library.embed import Embedder
 from thoughtline.library.proposals import TUNING, Tuning, Vector, best_thread, sequence_vector, thread_vector, unit
-from thoughtline.domain.vector_keys import VECTOR_SLOTS, chunk_texts
 
 if TYPE_CHECKING:
     from bench.eval_threads import LabelledSet, Score

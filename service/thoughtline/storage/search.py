@@ -15,8 +15,8 @@ from typing import Any
 import apsw
 
 from thoughtline.domain.thread_names import name_key
-from thoughtline.storage import embedder_ids
 from thoughtline.domain.vector_keys import VECTOR_SLOTS, vector_key
+from thoughtline.storage import embedder_ids
 
 STATUSES = ("active", "paused", "completed", "abandoned")
 
@@ -275,7 +275,9 @@ def store_vectors(conn: apsw.Connection, rows: Sequence[tuple[int, Sequence[byte
         for slot in range(VECTOR_SLOTS):  # point deletes: sqlite-vec scans everything for ranges
             conn.execute("DELETE FROM thought_vectors WHERE vector_key = ?", (vector_key(tid, slot),))
         for slot, blob in enumerate(blobs):
-            conn.execute("INSERT INTO thought_vectors(vector_key, embedding) VALUES (?, ?)", (vector_key(tid, slot), blob))
+            conn.execute(
+                "INSERT INTO thought_vectors(vector_key, embedding) VALUES (?, ?)", (vector_key(tid, slot), blob)
+            )
         conn.execute("DELETE FROM vector_queue WHERE thought_id = ?", (tid,))
     lowest = vector_key(min(tid for tid, _ in keep), 0)
     highest = max(vector_key(tid, len(blobs) - 1) for tid, blobs in keep)
