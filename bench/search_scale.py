@@ -2,9 +2,11 @@
 
 Stores are real SQLite files with the real migrations. Embedding 100k thoughts would take the
 better part of an hour on two cores, so the big stores get synthetic text (Zipf-distributed words,
-so FTS5 sees realistic posting lists) and random unit vectors; KNN cost does not depend on what
-the vectors mean. Queries are real sentences embedded by the real model, so the reported hybrid
-latency includes query embedding, FTS5, KNN, fusion and loading the result rows.
+so FTS5 sees realistic posting lists) and random unit vectors; scoring cost does not depend on
+what the vectors mean. Queries are real sentences embedded by the real model, so the reported
+hybrid latency includes query embedding, FTS5, the vector scores, fusion and loading the result
+rows; "with three alternatives" sends each question with three other phrasings, as the tool
+description asks agents to (one embedding call for the four).
 
     python -m bench.search_scale [--sizes 5000,100000] [--queries 100]
 """
@@ -43,6 +45,20 @@ QUERIES = [
     "rotate refresh tokens safely",
     "cache invalidation after a price change",
     "slow query on the orders table",
+]
+# Three alternatives per query, written the way the shared agent-written ones are: other words,
+# the concrete things involved, and a guess at what the earlier thought said.
+ALTERNATIVES = [
+    ("nightly export crashed", "cron export script error exit code", "The export died because the disk filled up."),
+    ("db pool ran out of connections", "too many clients, pool size, timeouts", "I raised the pool size to 50."),
+    ("choosing a message broker", "kafka vs rabbitmq throughput ordering", "Kafka won because we need replay."),
+    ("worker memory leak", "RSS grows, heap profile, gc", "The leak was an unbounded cache in the worker."),
+    ("undo a bad database migration", "down migration, restore backup", "I wrote a reverse migration first."),
+    ("test fails only in CI", "intermittent failure, shared runner, timing", "Two tests shared one temp file."),
+    ("cut staging cloud costs", "idle instances, autoscaling, spot", "Staging now shuts down at night."),
+    ("refresh token rotation", "reuse detection, revoke family, expiry", "Each refresh issues a new token."),
+    ("stale cache after price update", "invalidate keys, ttl, pub/sub", "We purge the product key on update."),
+    ("orders query is slow", "missing index, explain plan, full scan", "Adding an index on customer_id fixed it."),
 ]
 
 
@@ -122,7 +138,7 @@ def _summary(ms: Sequence[float]) -> dict[str, float]:
 
 
 def measure(path: Path, embedder: MiniLMEmbedder, queries: int) -> dict[str, object]:
-    """KNN alone (sqlite-vec, numpy index) and the whole hybrid search, on one store."""
+    """The vector scores alone (numpy index) and the whole hybrid search, on one store."""
     conn = connect(path, "wal", readonly=True)
     qvecs = embedder.embed(QUERIES)
     rng = random.Random(1)
@@ -132,8 +148,6 @@ def measure(path: Path, embedder: MiniLMEmbedder, queries: int) -> dict[str, obj
         it = iter(picks)
         return lambda: next(it)
 
-    pick = cycle()
-    knn = _timed(lambda: search_store.vector_candidates(conn, qvecs[pick()].tobytes(), 50), queries)
     index = DenseIndex()
     t0 = time.perf_counter()
     index.refresh(conn)
@@ -144,13 +158,20 @@ def measure(path: Path, embedder: MiniLMEmbedder, queries: int) -> dict[str, obj
     by_sequence = _timed(lambda: hybrid_search(conn, embedder, QUERIES[pick()], index=index, by="sequence"), queries)
     pick = cycle()
     hybrid_mem = _timed(lambda: hybrid_search(conn, embedder, QUERIES[pick()], index=index), queries)
+    pick = cycle()
+
+    def with_alternatives() -> object:
+        i = pick()
+        return hybrid_search(conn, embedder, QUERIES[i], alternatives=ALTERNATIVES[i], index=index)
+
+    alternatives = _timed(with_alternatives, queries)
     conn.close()
     return {
-        "knn_sqlite_vec": _summary(knn),
         "dense_scores_numpy": _summary(mem),
         "index_load_s": round(load_s, 2),
         "hybrid_search": _summary(hybrid_mem),
         "hybrid_search_by_sequence": _summary(by_sequence),
+        "hybrid_search_three_alternatives": _summary(alternatives),
         "rss_mb": round(_rss_mb(), 1),
     }
 

@@ -40,9 +40,6 @@ BATCH = 32
 # After a vector write fails (disk full, read-only, corrupt page) searches of that store stop
 # trying for a while: each attempt would cost an embedding batch and fail the same way.
 RETRY_AFTER_FAILURE_SECONDS = 30.0
-# Every store's vectors are kept in memory once searched: ranking reads every thought's whole,
-# passage and sequence cosines, which one numpy product gives (~2 ms at 5k thoughts, issue 8).
-INDEX_MIN_VECTORS = 0
 
 
 def _default_embedder() -> Embedder:
@@ -65,14 +62,12 @@ class AfterCommitWork:
         self,
         embedder_factory: Callable[[], Embedder] = _default_embedder,
         *,
-        index_min_vectors: int = INDEX_MIN_VECTORS,
         background: bool = True,
         inline_max: int = INLINE_MAX,
         inline_budget_seconds: float = INLINE_BUDGET_SECONDS,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._factory = embedder_factory
-        self._index_min = index_min_vectors
         self._background = background
         self._inline_max = inline_max
         self._inline_budget = inline_budget_seconds
@@ -247,12 +242,13 @@ class AfterCommitWork:
             self._kick(opened)  # the rest (if any) in the background
         return done
 
-    def index_for(self, opened: UserStore, vector_count: int) -> DenseIndex | None:
-        """The in-memory index of a large store (None for small ones)."""
+    def index_for(self, opened: UserStore) -> DenseIndex:
+        """The store's in-memory vector index, kept once searched.
+
+        Ranking reads every thought's whole, passage and sequence cosines, which one numpy product
+        over all of them gives (~2 ms at 5k thoughts, issue 8), so every store has one.
+        """
         key = str(opened.path)
-        if vector_count < self._index_min:
-            self._indexes.pop(key, None)
-            return None
         if key not in self._indexes:
             from thoughtline.library.dense import DenseIndex
 

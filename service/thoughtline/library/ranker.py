@@ -359,10 +359,10 @@ def query_features(ev: QueryEvidence, alt: AlternativeQueryEvidence | None = Non
 # pool-relative features say little: they are pulled towards the calibration mean in proportion
 # to how much smaller the store is. Cosine levels and term coverage keep their full weight.
 CALIBRATION_STORE = 500
-VOCABULARY_FEATURES = ("idf_mass", "unseen", "top_margin", "top_rank", "rank_margin", "agree")
-
-
-VOCABULARY_FEATURES = (*VOCABULARY_FEATURES, "alt_unseen", "alt_agree")
+VOCABULARY_FEATURES = (
+    *("idf_mass", "unseen", "top_margin", "top_rank", "rank_margin", "agree"),
+    *("alt_unseen", "alt_agree"),
+)
 
 
 def shrink_vocabulary(features: Table, model: Linear, thoughts: int) -> Table:

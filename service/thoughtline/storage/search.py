@@ -149,16 +149,43 @@ def sequence_members(conn: apsw.Connection, keys: Sequence[int]) -> dict[int, se
     return out
 
 
-def sequence_summaries(conn: apsw.Connection, keys: Iterable[int]) -> dict[int, tuple[int, int]]:
-    """(thought count, updated at ms) of each sequence row id, for results grouped by sequence."""
+@dataclass(frozen=True)
+class SequenceEnd:
+    """What a result grouped by sequence shows of its sequence: size, last change, and where it ended."""
+
+    thought_count: int
+    updated_at: int
+    # The latest thought of the main path (of any branch when the main path is empty).
+    last_number: int
+    last_branch: str | None
+    last_body: str
+    # Whether the sequence is finished: completed, or its latest thought needed no next one.
+    finished: bool
+
+
+def sequence_ends(conn: apsw.Connection, keys: Iterable[int]) -> dict[int, SequenceEnd]:
+    """The `SequenceEnd` of each sequence row id (results grouped by sequence)."""
     wanted = list(keys)
     if not wanted:
         return {}
     rows = conn.execute(
-        "SELECT id, thought_count, updated_at FROM sequences WHERE id IN (SELECT value FROM json_each(?))",
+        "SELECT s.id, s.thought_count, s.updated_at, s.status, t.number, b.name, t.body, t.next_needed "
+        "FROM sequences s JOIN thoughts t ON t.id = (SELECT l.id FROM thoughts l WHERE l.sequence_id = s.id "
+        "ORDER BY l.branch IS NOT NULL, l.position DESC LIMIT 1) LEFT JOIN branches b ON b.id = t.branch "
+        "WHERE s.id IN (SELECT value FROM json_each(?))",
         (json.dumps(wanted),),
     )
-    return {int(r[0]): (int(r[1]), int(r[2])) for r in rows}
+    return {
+        int(r[0]): SequenceEnd(
+            thought_count=int(r[1]),
+            updated_at=int(r[2]),
+            last_number=int(r[4]),
+            last_branch=None if r[5] is None else str(r[5]),
+            last_body=str(r[6]),
+            finished=str(r[3]) == "completed" or not int(r[7]),
+        )
+        for r in rows
+    }
 
 
 def filtered_thought_ids(conn: apsw.Connection, filters: SearchFilters) -> list[int]:
