@@ -4,7 +4,7 @@ Each split is written into its own real store through the real tool registry (St
 ToolRegistry + Library, as a signed-in principal), embedded, then every question is searched
 once, and three orders are read from its pool: the keyword side's, the vector side's and the
 hybrid's (what `search_thoughts` ships). `--alternatives` sends each question with the
-agent-written alternatives of ../shared/data/agent-queries/<split>.json, as an agent would.
+agent-written alternatives of bench/data/agent-queries/<split>.json, as an agent would.
 Ranking metrics are taken on the ranking itself (as if abstention were off); abstention is
 reported beside them: the share of never-stored questions that abstain (clearly foreign `absent`
 and near-miss `absent_near` apart), and the share of answerable ones that do. Sequence recall@5:
@@ -48,12 +48,7 @@ from thoughtline.storage.db import connect
 from thoughtline.storage.router import StoreRouter, store_path
 
 DATA = Path(__file__).resolve().parent / "data" / "reasoning"
-_AGENT_QUERIES = Path("shared") / "data" / "agent-queries"
-# ../shared beside the checkout (a worktree sits one level deeper than the main checkout).
-AGENT_QUERIES = next(
-    (p / _AGENT_QUERIES for p in Path(__file__).resolve().parents if (p / _AGENT_QUERIES).exists()),
-    Path(__file__).resolve().parents[2] / _AGENT_QUERIES,
-)
+AGENT_QUERIES = Path(__file__).resolve().parent / "data" / "agent-queries"
 MODES = ("keyword", "vector", "hybrid")
 ABSENT = ("absent", "absent_near")
 USER = "eval"

@@ -7,7 +7,7 @@ scored by models fitted on the other splits plus the other dev folds, so `--spli
 `--splits train,dev` are compared on the same held-out dev questions. It picks nothing by
 itself; it prints the estimates. The weights are written to the package as plain numbers.
 Test and LoCoMo are never read here. `--alternatives` fits the second model set, for questions
-sent with alternatives (the agent-written ones of ../shared/data/agent-queries), over the
+sent with alternatives (the agent-written ones of bench/data/agent-queries), over the
 question's features and those taken across phrasings; `--write` replaces only that set's section
 of the weights file.
 

@@ -1,10 +1,11 @@
 """The vector side's evidence for every phrasing of one query, per thought.
 
 `score_phrasings` turns the dense index's scores of each phrasing (the question first, then its
-alternatives; one matrix product for all of them) into per-thought numbers: each phrasing's
-`sem` (mean of whole-thought and best-passage cosine), sequence cosine and best single-vector
-cosine, and what is taken across phrasings (the alternatives' best, the mean over all). The
-candidate side reads `top` (one phrasing) and `top_fused` (the mean over phrasings).
+alternatives; one matrix product for all of them) into per-thought arrays: each phrasing's `sem`
+(mean of whole-thought and best-passage cosine), sequence cosine and best single-vector cosine,
+and what is taken across phrasings (the alternatives' best, the mean over all). Every array is
+computed once over the whole store in numpy; the pipeline then reads the pool's rows of it in
+bulk (`values`), never one thought at a time.
 """
 
 from __future__ import annotations
@@ -22,11 +23,17 @@ Floats = NDArray[np.float32]
 
 @dataclass(frozen=True)
 class Phrasings:
-    """Dense evidence of every phrasing over every thought (rows in `scores[0].thought_ids` order)."""
+    """Dense evidence of every phrasing over every thought (columns in `scores[0].thought_ids` order)."""
 
     scores: Sequence[Scores]
-    sem_all: Floats  # phrasings x thoughts: (whole + best) / 2
+    sem: Floats  # phrasings x thoughts: (whole + best) / 2
+    sequence: Floats  # phrasings x thoughts: cosine of the thought's sequence
+    best: Floats  # phrasings x thoughts: best single-vector cosine
     combined: Floats  # phrasings x thoughts: sem + seq weight x sequence cosine
+    sem_mean: Floats  # mean sem over every phrasing
+    alt_sem_max: Floats  # best sem over the alternatives (the question's own without any)
+    alt_seq_max: Floats  # best sequence cosine over the alternatives (likewise)
+    best_any: Floats  # best single-vector cosine of any phrasing
     rows: dict[int, int] = field(default_factory=dict)
 
     def top(self, phrasing: int, k: int, allowed: Sequence[int] | None) -> dict[int, float]:
@@ -49,60 +56,52 @@ class Phrasings:
 
     def restricted(self, ids: Sequence[int]) -> Phrasings:
         """The same evidence, with the rows of `ids` looked up once (thoughts without vectors are left out)."""
-        return Phrasings(self.scores, self.sem_all, self.combined, self.scores[0].lookup(ids))
+        return Phrasings(
+            self.scores,
+            self.sem,
+            self.sequence,
+            self.best,
+            self.combined,
+            self.sem_mean,
+            self.alt_sem_max,
+            self.alt_seq_max,
+            self.best_any,
+            self.scores[0].lookup(ids),
+        )
 
     def has(self, tid: int) -> bool:
         """Whether the thought has vectors (and was looked up)."""
         return tid in self.rows
 
-    def sem(self, phrasing: int, tid: int) -> float:
-        """One phrasing's sem of a thought (0 without vectors)."""
-        row = self.rows.get(tid)
-        s = self.scores[phrasing]
-        return 0.0 if row is None else float(s.whole[row] + s.best[row]) / 2
-
-    def seq(self, phrasing: int, tid: int) -> float:
-        """One phrasing's cosine of the thought's sequence (0 without vectors)."""
-        row = self.rows.get(tid)
-        return 0.0 if row is None else float(self.scores[phrasing].sequence[row])
-
-    def best(self, phrasing: int, tid: int) -> float:
-        """One phrasing's best single-vector cosine of a thought."""
-        return float(self.scores[phrasing].best[self.rows[tid]])
-
-    def best_any(self, tid: int) -> float:
-        """The best single-vector cosine of any phrasing."""
-        row = self.rows[tid]
-        return max(float(s.best[row]) for s in self.scores)
-
-    def sem_mean(self, tid: int) -> float:
-        """The mean sem over every phrasing (0 without vectors)."""
-        row = self.rows.get(tid)
-        return 0.0 if row is None else float(self.sem_all[:, row].mean())
-
-    def sem_max_alternative(self, tid: int) -> float:
-        """The best sem of the alternatives (the question's own without any)."""
-        row = self.rows.get(tid)
-        if row is None:
-            return 0.0
-        return float(self.sem_all[1:, row].max()) if len(self.scores) > 1 else float(self.sem_all[0, row])
-
-    def seq_max_alternative(self, tid: int) -> float:
-        """The best sequence cosine of the alternatives."""
-        row = self.rows.get(tid)
-        if row is None:
-            return 0.0
-        return max(float(s.sequence[row]) for s in (self.scores[1:] or self.scores))
+    def values(self, array: Floats, ids: Sequence[int]) -> dict[int, float]:
+        """`array`'s value for each looked-up id; 0 for a thought without vectors."""
+        at = np.array([self.rows.get(t, -1) for t in ids], dtype=np.int64)
+        if not at.size:
+            return {}
+        got = np.where(at >= 0, array[np.maximum(at, 0)], 0.0).astype(np.float64)
+        return dict(zip(ids, got.tolist(), strict=True))
 
     def best_slot(self, tid: int) -> int:
         """Which of the thought's vectors matched best, over the phrasing whose best match is highest."""
         row = self.rows[tid]
-        phrasing = max(range(len(self.scores)), key=lambda p: float(self.scores[p].best[row]))
-        return self.scores[phrasing].best_slot(row)
+        return self.scores[int(np.argmax(self.best[:, row]))].best_slot(row)
 
 
 def score_phrasings(scores: Sequence[Scores], seq_weight: float) -> Phrasings:
     """The per-phrasing evidence arrays from the index's scores of each phrasing."""
     sem = np.vstack([(s.whole + s.best) / 2 for s in scores]).astype(np.float32)
+    sequence = np.vstack([s.sequence for s in scores]).astype(np.float32)
+    best = np.vstack([s.best for s in scores]).astype(np.float32)
     combined = np.vstack([(s.whole + s.best) / 2 + seq_weight * s.sequence for s in scores]).astype(np.float32)
-    return Phrasings(scores, sem, combined)
+    alternatives = slice(1, None) if len(scores) > 1 else slice(0, 1)
+    return Phrasings(
+        scores,
+        sem,
+        sequence,
+        best,
+        combined,
+        sem.mean(axis=0),
+        sem[alternatives].max(axis=0),
+        sequence[alternatives].max(axis=0),
+        best.max(axis=0),
+    )

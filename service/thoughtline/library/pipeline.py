@@ -10,7 +10,7 @@ and loads the shipped model weights).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import apsw
@@ -143,12 +143,14 @@ def gather(conn: apsw.Connection, query: Query, scope: Scope) -> Pool:
         return _keyword_pool(query, models, ids, records, keyword, alt_keyword)
     # Neighbours are evidence, not candidates: their cosines come from the index, no rows needed.
     pairs = search_store.neighbour_pairs(conn, ids, filters)
-    ph = ph.restricted([*ids, *(n for _, n in pairs)])
+    looked = [*ids, *(n for _, n in pairs)]
+    ph = ph.restricted(looked)
     holders, weights = _term_holders(conn, query)
     coverage = _coverage(query.terms, holders, weights, ids)
     phrased = _phrased(conn, query.question, ids)
-    sem = {t: ph.sem(0, t) for t in ids}
-    seq_cos = {t: ph.seq(0, t) for t in ids}
+    sem_all = ph.values(ph.sem[0], looked)
+    sem = {t: sem_all[t] for t in ids}
+    seq_cos = ph.values(ph.sequence[0], ids)
     kw_rank, dn_rank = _ranks(keyword), _ranks(question_dense)
     evidence = ranker.Evidence(
         keyword=[keyword.get(t) for t in ids],
@@ -159,23 +161,26 @@ def gather(conn: apsw.Connection, query: Query, scope: Scope) -> Pool:
         coverage=[coverage[t] for t in ids],
         phrase=[t in phrased for t in ids],
         length=[len(records[t].body) for t in ids],
-        neighbour_sem=_neighbour_best(ids, pairs, lambda t: ph.sem(0, t)),
+        neighbour_sem=_neighbour_best(ids, pairs, sem_all),
         seq_best=_sequence_second(ids, records, sem),
     )
     alt_evidence: ranker.AlternativeEvidence | None = None
     alt_coverage: dict[int, float] = {}
     if query.alternatives:
-        mean = {t: ph.sem_mean(t) for t in ids}
+        mean_all = ph.values(ph.sem_mean, looked)
+        mean = {t: mean_all[t] for t in ids}
         alt_coverage = _coverage(query.all_terms, holders, weights, ids)
         fused_rank = _ranks(dense)
+        alt_sem = ph.values(ph.alt_sem_max, ids)
+        alt_seq = ph.values(ph.alt_seq_max, ids)
         alt_evidence = ranker.AlternativeEvidence(
-            alt_sem_max=[ph.sem_max_alternative(t) for t in ids],
+            alt_sem_max=[alt_sem[t] for t in ids],
             all_sem_mean=[mean[t] for t in ids],
-            alt_seq_max=[ph.seq_max_alternative(t) for t in ids],
+            alt_seq_max=[alt_seq[t] for t in ids],
             keyword=[alt_keyword.get(t) for t in ids],
             coverage=[alt_coverage[t] for t in ids],
             fused_rank=[fused_rank.get(t) for t in ids],
-            neighbour_sem=_neighbour_best(ids, pairs, ph.sem_mean),
+            neighbour_sem=_neighbour_best(ids, pairs, mean_all),
             seq_best=_sequence_second(ids, records, mean),
         )
     features = ranker.candidate_features(evidence, alt_evidence)
@@ -185,9 +190,11 @@ def gather(conn: apsw.Connection, query: Query, scope: Scope) -> Pool:
     dn_top = set(sorted(question_dense, key=question_dense.__getitem__, reverse=True)[:5])
     top5 = sorted(ids, key=lambda t: -(sem[t] + coverage[t]))[:5]
     question_terms = {t: weights[t] for t in query.terms}
+    with_vectors = [t for t in ids if ph.has(t)]
+    similarity = ph.values(ph.best_any, with_vectors)
     qev = ranker.QueryEvidence(
         sem=list(sem.values()),
-        best=[ph.best(0, t) for t in ids if ph.has(t)],
+        best=list(ph.values(ph.best[0], with_vectors).values()),
         dense_top=[sem[t] for t in question_dense if t in sem],
         seq_cos=list(seq_cos.values()),
         top5_coverage=[coverage[t] for t in top5],
@@ -210,7 +217,7 @@ def gather(conn: apsw.Connection, query: Query, scope: Scope) -> Pool:
         alt_qev = ranker.AlternativeQueryEvidence(
             all_sem_mean=alt_evidence.all_sem_mean,
             alt_sem_max=alt_evidence.alt_sem_max,
-            best=[ph.best_any(t) for t in ids if ph.has(t)],
+            best=list(similarity.values()),
             top5_coverage=[alt_coverage[t] for t in alt_top5],
             unseen=sum(1 for w in alt_terms.values() if w >= _UNSEEN) / max(1, len(alt_terms)),
             agree=bool(akw_top & fused_top),
@@ -218,7 +225,6 @@ def gather(conn: apsw.Connection, query: Query, scope: Scope) -> Pool:
     qf = ranker.query_features(qev, alt_qev)
     if models.abstain is not None:
         qf = ranker.shrink_vocabulary(qf, models.abstain, search_store.thought_count(conn))
-    similarity = {t: ph.best_any(t) for t in ids if ph.has(t)}
     return Pool(query, models, ids, records, features, qf, keyword, dense, similarity, ph)
 
 
@@ -308,11 +314,11 @@ def _sequence_coverage(
     return best
 
 
-def _neighbour_best(ids: Sequence[int], pairs: Sequence[tuple[int, int]], value: Callable[[int], float]) -> list[float]:
+def _neighbour_best(ids: Sequence[int], pairs: Sequence[tuple[int, int]], value: Mapping[int, float]) -> list[float]:
     """Per pool thought, the best `value` of the steps written just before and after it."""
     near: dict[int, float] = {}
     for tid, other in pairs:
-        near[tid] = max(near.get(tid, 0.0), value(other))
+        near[tid] = max(near.get(tid, 0.0), value[other])
     return [near.get(t, 0.0) for t in ids]
 
 
