@@ -171,7 +171,6 @@ def gather(conn: apsw.Connection, query: Query, scope: Scope) -> Pool:
         mean = {t: mean_all[t] for t in ids}
         alt_coverage = _coverage(query.all_terms, holders, weights, ids)
         fused_rank = _ranks(dense)
-        alt_kw_rank = _ranks(alt_keyword)
         alt_sem = ph.values(ph.alt_sem_max, ids)
         alt_seq = ph.values(ph.alt_seq_max, ids)
         alt_evidence = ranker.AlternativeEvidence(
@@ -181,8 +180,6 @@ def gather(conn: apsw.Connection, query: Query, scope: Scope) -> Pool:
             keyword=[alt_keyword.get(t) for t in ids],
             coverage=[alt_coverage[t] for t in ids],
             fused_rank=[fused_rank.get(t) for t in ids],
-            phrasing_ranks=[_pool_ranks(ph.values(ph.combined[p], ids), ids) for p in range(len(query.phrasings))],
-            keyword_ranks=[[kw_rank.get(t) for t in ids], [alt_kw_rank.get(t) for t in ids]],
             neighbour_sem=_neighbour_best(ids, pairs, mean_all),
             seq_best=_sequence_second(ids, records, mean),
         )
@@ -338,13 +335,6 @@ def _sequence_second(
         rest.remove(value[t])
         out.append(rest[0] if rest else 0.0)
     return out
-
-
-def _pool_ranks(values: Mapping[int, float], ids: Sequence[int]) -> list[int]:
-    """Each pool thought's rank by `values` within the pool, best 0."""
-    order = sorted(ids, key=lambda t: -values[t])
-    rank = {t: i for i, t in enumerate(order)}
-    return [rank[t] for t in ids]
 
 
 def _ranks(scores: dict[int, float]) -> dict[int, int]:

@@ -59,8 +59,6 @@ ALTERNATIVE_FEATURES = (
     "alt_kw_z",  # BM25 of the alternatives' words (and phrases), z-scored like kw_z
     "alt_coverage",  # IDF-weighted share of the alternatives' terms in the thought's own text
     "fused_rr",  # 1 / rank by the mean over phrasings of sem + seq weight x seq_cos
-    "phrasing_rr",  # best over phrasings of 1 / pool rank by that phrasing's sem + seq weight x seq_cos
-    "rrf",  # reciprocal-rank fusion (k = 60) of every phrasing's pool order and both keyword sides, x 60 / lists
     "alt_neighbour_sem",  # best all_sem_mean of the steps just before and after it
     "alt_seq_best",  # best all_sem_mean of another pool thought in the same sequence
 )
@@ -255,8 +253,6 @@ class AlternativeEvidence:
     keyword: Sequence[float | None]  # BM25 of the alternatives' words
     coverage: Sequence[float]
     fused_rank: Sequence[int | None]
-    phrasing_ranks: Sequence[Sequence[int]]  # per phrasing, each pool thought's rank in the pool
-    keyword_ranks: Sequence[Sequence[int | None]]  # the question's and the alternatives' keyword ranks
     neighbour_sem: Sequence[float]
     seq_best: Sequence[float]
 
@@ -289,21 +285,11 @@ def candidate_features(ev: Evidence, alt: AlternativeEvidence | None = None) -> 
                 "alt_kw_z": keyword_z(alt.keyword),
                 "alt_coverage": alt.coverage,
                 "fused_rr": _reciprocal(alt.fused_rank),
-                "phrasing_rr": np.max([_reciprocal(r) for r in alt.phrasing_ranks], axis=0) if n else [],
-                "rrf": _rrf([*alt.phrasing_ranks, *alt.keyword_ranks], n),
                 "alt_neighbour_sem": alt.neighbour_sem,
                 "alt_seq_best": alt.seq_best,
             }
         )
     return Table.of(cols, n)
-
-
-def _rrf(rankings: Sequence[Sequence[int | None]], n: int) -> Column:
-    """Reciprocal-rank fusion (k = 60) of several rankings, scaled so a thought first everywhere scores 1."""
-    out = np.zeros(n)
-    for ranks in rankings:
-        out += np.array([0.0 if r is None else 1.0 / (60 + r) for r in ranks], dtype=np.float64)
-    return out * 60 / max(1, len(rankings))
 
 
 @dataclass(frozen=True)
