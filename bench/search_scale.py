@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import statistics
@@ -120,20 +121,23 @@ def build(path: Path, n: int, seed: int = 7) -> None:
     conn.close()
 
 
-def _timed(fn: Callable[[], object], repeat: int) -> list[float]:
-    out = []
+def _timed(fn: Callable[[], object], repeat: int) -> tuple[list[float], list[float]]:
+    """Wall-clock and process CPU milliseconds of each call (CPU: what a quiet machine would wait, at most)."""
+    wall, cpu = [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         fn()
-        out.append((time.perf_counter() - start) * 1000)
-    return out
+        wall.append((time.perf_counter() - start) * 1000)
+        cpu.append((time.process_time() - start_cpu) * 1000)
+    return wall, cpu
 
 
-def _summary(ms: Sequence[float]) -> dict[str, float]:
-    ordered = sorted(ms)
+def _summary(timings: tuple[Sequence[float], Sequence[float]]) -> dict[str, float]:
+    ordered = sorted(timings[0])
     return {
         "p50_ms": round(statistics.median(ordered), 2),
         "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 2),
+        "cpu_p50_ms": round(statistics.median(timings[1]), 2),
     }
 
 
@@ -173,6 +177,7 @@ def measure(path: Path, embedder: MiniLMEmbedder, queries: int) -> dict[str, obj
         "hybrid_search_by_sequence": _summary(by_sequence),
         "hybrid_search_three_alternatives": _summary(alternatives),
         "rss_mb": round(_rss_mb(), 1),
+        "load_average_after": os.getloadavg()[0],
     }
 
 
@@ -183,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--workdir", type=Path, default=None, help="reuse stores here (default: a temp dir)")
     args = parser.parse_args(argv)
-    report: dict[str, object] = {"rss_mb_before_model": round(_rss_mb(), 1)}
+    report: dict[str, object] = {"rss_mb_before_model": round(_rss_mb(), 1), "load_average": os.getloadavg()[0]}
     embedder = MiniLMEmbedder()
     sample = [
         f"{q}; attempt {i} with more context about the system and what was tried" for i, q in enumerate(QUERIES * 26)

@@ -29,13 +29,13 @@ question in other words or the practitioner's term; (2) the concrete things like
 (components, symptoms, error text, commands, quantities); (3) a one-sentence guess, in the first
 person, at what the earlier thought said ("I traced the slowdown to a missing index on orders").
 All phrasings make one search with one ranking. Put exact lookups (an id, an error string, a number)
-in query: its own words always weigh most.
+in query itself: a thought holding every word of the query ranks high whatever the alternatives say.
 
 Returns the best-matching thoughts with their sequenceId and thoughtNumber; read a whole sequence with
 get_thought_history. by: "sequence" returns each sequence once ("have I solved this before?") with its
 best-matching thought and its conclusion (the final thought's opening, or the latest one while the
 sequence is open). Each result shows the sequence title, the passage that matched (snippet) and
-similarity (raw semantic closeness, null for keyword-only matches); the text's first line says how
+similarity (raw semantic closeness, null for keyword-only matches); a line under the heading says how
 strong the best match is. A result can be a near miss (same area, different problem): judge by the
 snippet and title. When it is confident nothing stored is related, the search abstains (results: [],
 abstained: true). Filters: sequenceId, status, since/until (ISO-8601), thread (restricts, never
