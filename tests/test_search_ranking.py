@@ -49,9 +49,9 @@ def test_dense_index_scores_whole_best_sentence_and_sequence_and_follows_the_sto
     # The best vector is at least the whole thought, and for thought 1 it is its second sentence.
     assert np.all(scores.best >= scores.whole - 1e-6)
     assert scores.best_slot(0) == 2
-    # sqlite-vec agrees with the in-memory best-vector cosine.
+    # sqlite-vec's float cosine agrees with the in-memory int8 one to within its coding error.
     expected = dict(search_store.vector_candidates(conn, query.tobytes(), 3))
-    assert np.allclose([expected[t] for t in (1, 2, 3)], scores.best, atol=1e-5)
+    assert np.allclose([expected[t] for t in (1, 2, 3)], scores.best, atol=3e-3)
     # Thoughts of one sequence share its centroid's cosine.
     assert scores.sequence[0] == pytest.approx(scores.sequence[1])
     assert scores.sequence[0] != pytest.approx(scores.sequence[2])

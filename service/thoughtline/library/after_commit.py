@@ -41,8 +41,12 @@ BATCH = 32
 # trying for a while: each attempt would cost an embedding batch and fail the same way.
 RETRY_AFTER_FAILURE_SECONDS = 30.0
 # Every store's vectors are kept in memory once searched: ranking reads every thought's whole,
-# passage and sequence cosines, which one numpy product gives (~2 ms at 5k thoughts, issue 8).
+# passage and sequence cosines, which one pass over the store's int8 codes gives (issue 8).
 INDEX_MIN_VECTORS = 0
+# All open stores' indexes together stay under this many bytes; beyond it the least recently
+# searched index is dropped (its store stays open) and loads again on that store's next search.
+# A 100k-thought store's index is ~96 MB (issue 19).
+INDEX_BUDGET_BYTES = 256 * 2**20
 
 
 def _default_embedder() -> Embedder:
@@ -66,6 +70,7 @@ class AfterCommitWork:
         embedder_factory: Callable[[], Embedder] = _default_embedder,
         *,
         index_min_vectors: int = INDEX_MIN_VECTORS,
+        index_budget_bytes: int = INDEX_BUDGET_BYTES,
         background: bool = True,
         inline_max: int = INLINE_MAX,
         inline_budget_seconds: float = INLINE_BUDGET_SECONDS,
@@ -73,13 +78,14 @@ class AfterCommitWork:
     ) -> None:
         self._factory = embedder_factory
         self._index_min = index_min_vectors
+        self._index_budget = index_budget_bytes
         self._background = background
         self._inline_max = inline_max
         self._inline_budget = inline_budget_seconds
         self._monotonic = monotonic
         self._embedder: Embedder | None = None
         self._model_id: str | None = None
-        self._indexes: dict[str, DenseIndex] = {}
+        self._indexes: dict[str, DenseIndex] = {}  # least recently searched first
         self._running: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
         self._claims: dict[str, asyncio.Lock] = {}
@@ -248,13 +254,30 @@ class AfterCommitWork:
         return done
 
     def index_for(self, opened: UserStore, vector_count: int) -> DenseIndex | None:
-        """The in-memory index of a large store (None for small ones)."""
+        """The in-memory index of a store (None below `index_min_vectors`), within the memory budget.
+
+        Runs on the event loop, before the search's refresh: room is made for what this index
+        will hold once loaded (its vector count says), by dropping the least recently searched
+        others. An index larger than the whole budget is still served, alone. A search running
+        on a dropped index finishes with it; nothing else refers to it afterwards.
+        """
         key = str(opened.path)
         if vector_count < self._index_min:
             self._indexes.pop(key, None)
             return None
-        if key not in self._indexes:
-            from thoughtline.library.dense import DenseIndex
+        from thoughtline.library.dense import DenseIndex
 
-            self._indexes[key] = DenseIndex()
-        return self._indexes[key]
+        index = self._indexes.pop(key, None) or DenseIndex()
+        need = max(index.nbytes, DenseIndex.estimated_bytes(vector_count))
+        held = sum(other.nbytes for other in self._indexes.values())
+        for other in list(self._indexes):
+            if held + need <= self._index_budget:
+                break
+            held -= self._indexes.pop(other).nbytes
+        self._indexes[key] = index  # now the most recently searched
+        return index
+
+    @property
+    def index_bytes(self) -> int:
+        """Bytes held by every in-memory index together."""
+        return sum(index.nbytes for index in self._indexes.values())
