@@ -10,12 +10,16 @@ import apsw
 import numpy as np
 import pytest
 
+from tests.golden.harness import LibraryHarness, library_harness
 from tests.sample_notes import BOILER, DRIP, HOSE, LEASE
+from thoughtline.config import Settings, SettingsError
 from thoughtline.library import int8_product, vectors
 from thoughtline.library.dense import DenseIndex, Scores
 from thoughtline.library.embed import MiniLMEmbedder
+from thoughtline.library.search import PASSAGE_MIN_CHARS, chunk_texts
 from thoughtline.storage import search as search_store
 from thoughtline.storage.db import connect
+from thoughtline.storage.router import store_path
 from thoughtline.storage.migrations import VECTOR_SLOTS, migrate
 
 PHRASINGS = [
@@ -195,3 +199,70 @@ def test_an_index_grown_by_appends_scores_as_one_loaded_afresh(tmp_path: Path, e
     # Sequence norms grown through the index's own cosines carry its coding error, no more.
     _same(grown.score_many(queries), fresh.score_many(queries), atol=2e-3)
     conn.close()
+
+
+# --- the memory budget of all open stores' indexes ----------------------------------------------
+
+
+def _golden_vector_count() -> int:
+    return sum(len(chunk_texts(t, VECTOR_SLOTS, PASSAGE_MIN_CHARS)) for s in GOLDEN.values() for t in s["thoughts"])
+
+
+async def _golden_stores(h: LibraryHarness, users: list[str]) -> None:
+    """Each user's store holds the golden sequences, every thought embedded before any search."""
+    for user in users:
+        await h.load_golden(user)
+        opened = await h.router.get(user)
+        while await h.library.backfill(opened, limit=64):
+            pass
+
+
+async def _search(h: LibraryHarness, user: str, query: str) -> list[tuple[int, float]]:
+    """(thought number, similarity) of the top five: the same notes in two stores rank alike."""
+    out = await h.ok("search_thoughts", {"query": query, "limit": 5}, user)
+    return [(r["thoughtNumber"], r["similarity"]) for r in out["results"]]
+
+
+@pytest.mark.anyio
+async def test_the_budget_drops_the_least_recently_searched_index_and_its_store_reloads_it_on_demand(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    # Room for two golden stores' indexes, not three.
+    budget = int(2.5 * DenseIndex.estimated_bytes(_golden_vector_count()))
+    async with library_harness(tmp_path / "data", embedder, index_budget_bytes=budget) as h:
+        await _golden_stores(h, ["a", "b", "c"])
+        first = await _search(h, "a", "moving a large table between databases with little downtime")
+        await _search(h, "b", "flaky tests")
+        assert h.library.indexed_stores == 2
+        await _search(h, "c", "flaky tests")
+        assert h.library.indexed_stores == 2  # a's index went; its store stayed open
+        assert h.router.open_count == 3
+        assert 0 < h.library.index_bytes <= budget
+        again = await _search(h, "a", "moving a large table between databases with little downtime")
+        assert again == first  # loaded afresh from the store, it ranks the same
+        assert h.library.indexed_stores == 2
+        # b was searched before c, so b's index is the one that made room for a's.
+        path = {u: str(store_path(tmp_path / "data", u)) for u in ("a", "b", "c")}
+        assert h.library.indexed_paths == [path["c"], path["a"]]
+        await _search(h, "c", "flaky tests")
+        assert h.library.indexed_paths == [path["a"], path["c"]]
+
+
+@pytest.mark.anyio
+async def test_an_index_larger_than_the_whole_budget_is_still_served_alone(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    async with library_harness(tmp_path / "data", embedder, index_budget_bytes=1) as h:
+        await _golden_stores(h, ["a", "b"])
+        found = await _search(h, "a", "flaky tests")
+        assert found
+        assert h.library.indexed_stores == 1
+        assert await _search(h, "b", "flaky tests") == found  # the same notes rank the same
+        assert h.library.indexed_stores == 1
+
+
+def test_the_index_budget_is_read_from_the_environment_and_refuses_zero() -> None:
+    assert Settings.from_env({}).index_memory_mb == 256
+    assert Settings.from_env({"THOUGHTLINE_INDEX_MEMORY_MB": "96"}).index_memory_mb == 96
+    with pytest.raises(SettingsError, match="THOUGHTLINE_INDEX_MEMORY_MB=0 is below 1"):
+        Settings.from_env({"THOUGHTLINE_INDEX_MEMORY_MB": "0"})

@@ -278,6 +278,11 @@ class AfterCommitWork:
         return index
 
     @property
+    def indexed_paths(self) -> list[str]:
+        """The stores whose index is in memory, least recently searched first."""
+        return list(self._indexes)
+
+    @property
     def index_bytes(self) -> int:
         """Bytes held by every in-memory index together."""
         return sum(index.nbytes for index in self._indexes.values())

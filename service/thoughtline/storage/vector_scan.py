@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
@@ -88,5 +89,5 @@ def vectors_with_sequence_batches(
 
 def vector_dim(conn: apsw.Connection) -> int | None:
     """Floats per stored vector (None when none is stored)."""
-    rows = conn.execute("SELECT length(embedding) FROM thought_vectors LIMIT 1").fetchall()
+    rows: list[Any] = conn.execute("SELECT length(embedding) FROM thought_vectors LIMIT 1").fetchall()
     return int(rows[0][0]) // 4 if rows else None
