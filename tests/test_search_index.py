@@ -19,8 +19,8 @@ from thoughtline.library.embed import MiniLMEmbedder
 from thoughtline.library.search import PASSAGE_MIN_CHARS, chunk_texts
 from thoughtline.storage import search as search_store
 from thoughtline.storage.db import connect
-from thoughtline.storage.router import store_path
 from thoughtline.storage.migrations import VECTOR_SLOTS, migrate
+from thoughtline.storage.router import store_path
 
 PHRASINGS = [
     "the garden hose is leaking",
