@@ -27,6 +27,7 @@ from thoughtline.library.int8_product import (
     FloatArray,
     PackedCodes,
     Queries,
+    columns_of,
     dot_codes,
     quantize,
     quantize_into,
@@ -77,7 +78,7 @@ class Run:
 def _pack(runs: Sequence[Run]) -> Run:
     codes = np.vstack([r.codes for r in runs if r.codes is not None])
     scales = np.concatenate([r.scales for r in runs])
-    return Run(scales, packed=PackedCodes(np.ascontiguousarray(codes.T), scales))
+    return Run(scales, packed=PackedCodes(columns_of(codes), scales))
 
 
 def _merge_open(runs: list[Run]) -> list[Run]:
@@ -201,31 +202,30 @@ def _sequences_of_thoughts(conn: apsw.Connection, dim: int) -> tuple[IntArray, I
 
 
 class _RunBuffer:
-    """Codes of a full load in the column layout the packed product takes, packed every PACK_RUN vectors."""
+    """Codes of a full load as they are read, packed for onnxruntime every PACK_RUN vectors."""
 
     def __init__(self, dim: int, into: list[Run]) -> None:
         self.dim, self.into = dim, into
-        self.columns = np.empty((dim, PACK_RUN), dtype=np.int8)
+        self.codes = np.empty((PACK_RUN, dim), dtype=np.int8)
         self.scales: list[FloatArray] = []
         self.used = 0
 
     def add(self, vectors: FloatArray) -> None:
         if self.used + len(vectors) > PACK_RUN:
             self.seal()
-        self.scales.append(quantize_into(vectors, self.columns[:, self.used : self.used + len(vectors)]))
+        self.scales.append(quantize_into(vectors, self.codes[self.used : self.used + len(vectors)]))
         self.used += len(vectors)
 
     def seal(self, last: bool = False) -> None:
         if not self.used:
             return
-        scales = np.concatenate(self.scales)
-        columns = self.columns if self.used == PACK_RUN else np.ascontiguousarray(self.columns[:, : self.used])
+        scales, codes = np.concatenate(self.scales), self.codes[: self.used]
         if last and self.used < SEAL and not self.into:
             # A small store stays in numpy: no onnxruntime session for a few thousand vectors.
-            self.into.append(Run(scales, codes=np.ascontiguousarray(columns.T)))
+            self.into.append(Run(scales, codes=codes.copy()))
         else:
-            self.into.append(Run(scales, packed=PackedCodes(columns, scales)))
-        self.columns = np.empty((self.dim, PACK_RUN), dtype=np.int8) if not last else self.columns[:, :0]
+            self.into.append(Run(scales, packed=PackedCodes(columns_of(codes), scales)))
+        self.codes = np.empty((PACK_RUN if not last else 0, self.dim), dtype=np.int8)
         self.scales, self.used = [], 0
 
 
@@ -268,7 +268,7 @@ def _load_rows(conn: apsw.Connection, after_key: int, out: _Loaded) -> _Loaded:
         codes, scales = quantize(vectors)
         # Full batches are packed as they come (a full load through this path never holds two
         # copies of every code); a short last batch stays open for `_merge_open`.
-        packed = PackedCodes(np.ascontiguousarray(codes.T), scales) if len(rows) >= SEAL and after_key == 0 else None
+        packed = PackedCodes(columns_of(codes), scales) if len(rows) >= SEAL and after_key == 0 else None
         out.runs.append(Run(scales, packed=packed) if packed is not None else Run(scales, codes=codes))
     return out
 

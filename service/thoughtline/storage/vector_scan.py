@@ -65,7 +65,9 @@ def vector_chunks(conn: apsw.Connection) -> Iterator[Chunk]:
 
 def thought_sequences(conn: apsw.Connection) -> list[tuple[int, int]]:
     """(thought id, sequence row id) of every thought, in id order."""
-    return [(int(r[0]), int(r[1])) for r in conn.execute("SELECT id, sequence_id FROM thoughts ORDER BY id")]
+    # Both columns are INTEGER NOT NULL; fetchall skips a Python loop over 100k rows.
+    rows: list[Any] = conn.execute("SELECT id, sequence_id FROM thoughts ORDER BY id").fetchall()
+    return rows
 
 
 def vectors_with_sequence_batches(
