@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import apsw
 import numpy as np
 from numpy.typing import NDArray
 
+from thoughtline import resources
 from thoughtline.library.int8_product import (
     CodeArray,
     FloatArray,
@@ -201,14 +203,23 @@ def _sequences_of_thoughts(conn: apsw.Connection, dim: int) -> tuple[IntArray, I
     return thought_ids, thought_seqs, _Loaded(sums=np.zeros((len(seq_ids), dim), dtype=np.float32), seq_ids=seq_ids)
 
 
-class _RunBuffer:
-    """Codes of a full load as they are read, packed for onnxruntime every PACK_RUN vectors."""
+def _packed(codes: CodeArray, scales: FloatArray) -> Run:
+    return Run(scales, packed=PackedCodes(columns_of(codes), scales))
 
-    def __init__(self, dim: int, into: list[Run]) -> None:
-        self.dim, self.into = dim, into
+
+class _RunBuffer:
+    """Codes of a full load as they are read, packed for onnxruntime every PACK_RUN vectors.
+
+    Packing runs on one worker thread while the next run is read and coded: onnxruntime and the
+    transpose leave the GIL, so on two idle cores a 100k-thought load overlaps the two halves.
+    """
+
+    def __init__(self, dim: int, pool: ThreadPoolExecutor) -> None:
+        self.dim, self.pool = dim, pool
         self.codes = np.empty((PACK_RUN, dim), dtype=np.int8)
         self.scales: list[FloatArray] = []
         self.used = 0
+        self.runs: list[Future[Run]] = []
 
     def add(self, vectors: FloatArray) -> None:
         if self.used + len(vectors) > PACK_RUN:
@@ -216,44 +227,47 @@ class _RunBuffer:
         self.scales.append(quantize_into(vectors, self.codes[self.used : self.used + len(vectors)]))
         self.used += len(vectors)
 
-    def seal(self, last: bool = False) -> None:
-        if not self.used:
-            return
-        scales, codes = np.concatenate(self.scales), self.codes[: self.used]
-        if last and self.used < SEAL and not self.into:
+    def seal(self) -> None:
+        if self.used:
+            self.runs.append(self.pool.submit(_packed, self.codes[: self.used], np.concatenate(self.scales)))
+            self.codes = np.empty((PACK_RUN, self.dim), dtype=np.int8)
+            self.scales, self.used = [], 0
+
+    def finish(self) -> list[Run]:
+        if not self.runs and 0 < self.used < SEAL:
             # A small store stays in numpy: no onnxruntime session for a few thousand vectors.
-            self.into.append(Run(scales, codes=codes.copy()))
-        else:
-            self.into.append(Run(scales, packed=PackedCodes(columns_of(codes), scales)))
-        self.codes = np.empty((PACK_RUN if not last else 0, self.dim), dtype=np.int8)
-        self.scales, self.used = [], 0
+            return [Run(np.concatenate(self.scales), codes=self.codes[: self.used].copy())]
+        self.seal()
+        return [run.result() for run in self.runs]
 
 
 def _load_chunks(conn: apsw.Connection, dim: int) -> _Loaded:
     """Every vector, read from vec0's chunk tables and coded as it comes (never all floats at once)."""
     thought_ids, thought_seqs, out = _sequences_of_thoughts(conn, dim)
-    buffer = _RunBuffer(dim, out.runs)
-    for chunk in vector_scan.vector_chunks(conn):
-        if len(chunk.vectors) != 4 * dim * chunk.size:
-            raise ValueError(f"vec0 chunk of {chunk.size} vectors is not of {dim} floats")
-        bits = np.unpackbits(np.frombuffer(chunk.validity, dtype=np.uint8), bitorder="little")[: chunk.size]
-        valid = bits.astype(bool)
-        keys = np.frombuffer(chunk.keys, dtype=np.int64)
-        vectors = np.frombuffer(chunk.vectors, dtype=np.float32).reshape(chunk.size, dim)
-        if not valid.all():
-            keys, vectors = keys[valid], vectors[valid]
-        # A vector whose thought is gone (not possible inside one snapshot: a trigger deletes
-        # both) would have no sequence; it is dropped rather than guessed.
-        at = np.minimum(np.searchsorted(thought_ids, keys // VECTOR_SLOTS), max(len(thought_ids) - 1, 0))
-        known = thought_ids[at] == keys // VECTOR_SLOTS if len(thought_ids) else np.zeros(len(keys), dtype=bool)
-        if not known.all():
-            keys, vectors, at = keys[known], vectors[known], at[known]
-        if not len(keys):
-            continue
-        out.keys.append(keys.copy())
-        _add_whole(out, keys, thought_seqs[at], vectors)
-        buffer.add(vectors)
-    buffer.seal(last=True)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-pack") as pool:
+        buffer = _RunBuffer(dim, pool)
+        for chunk in vector_scan.vector_chunks(conn):
+            if len(chunk.vectors) != 4 * dim * chunk.size:
+                raise ValueError(f"vec0 chunk of {chunk.size} vectors is not of {dim} floats")
+            bits = np.unpackbits(np.frombuffer(chunk.validity, dtype=np.uint8), bitorder="little")[: chunk.size]
+            valid = bits.astype(bool)
+            keys = np.frombuffer(chunk.keys, dtype=np.int64)
+            vectors = np.frombuffer(chunk.vectors, dtype=np.float32).reshape(chunk.size, dim)
+            if not valid.all():
+                keys, vectors = keys[valid], vectors[valid]
+            # A vector whose thought is gone (not possible inside one snapshot: a trigger deletes
+            # both) would have no sequence; it is dropped rather than guessed.
+            owner = keys // VECTOR_SLOTS
+            at = np.minimum(np.searchsorted(thought_ids, owner), max(len(thought_ids) - 1, 0))
+            known = thought_ids[at] == owner if len(thought_ids) else np.zeros(len(keys), dtype=bool)
+            if not known.all():
+                keys, vectors, at = keys[known], vectors[known], at[known]
+            if not len(keys):
+                continue
+            out.keys.append(keys.copy())
+            _add_whole(out, keys, thought_seqs[at], vectors)
+            buffer.add(vectors)
+        out.runs = buffer.finish()
     return out
 
 
@@ -268,8 +282,7 @@ def _load_rows(conn: apsw.Connection, after_key: int, out: _Loaded) -> _Loaded:
         codes, scales = quantize(vectors)
         # Full batches are packed as they come (a full load through this path never holds two
         # copies of every code); a short last batch stays open for `_merge_open`.
-        packed = PackedCodes(columns_of(codes), scales) if len(rows) >= SEAL and after_key == 0 else None
-        out.runs.append(Run(scales, packed=packed) if packed is not None else Run(scales, codes=codes))
+        out.runs.append(_packed(codes, scales) if len(rows) >= SEAL and after_key == 0 else Run(scales, codes=codes))
     return out
 
 
@@ -326,6 +339,9 @@ class DenseIndex:
             runs, layout = self._state
             if generation != self.generation or sum(r.packed is not None for r in runs) > MAX_PACKED:
                 self._state = self._full(conn)
+                # A full load frees ~100 MB of float blobs and temporaries per 100k thoughts; glibc
+                # keeps them mapped (198 MB resident for a 96 MB index) until trimmed (114 MB).
+                resources.return_freed_memory()
             else:
                 self._state = self._append(conn, runs, layout)
             self.generation, self.max_id = generation, max_id
