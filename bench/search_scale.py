@@ -156,8 +156,9 @@ def _alternatives(conn: Any, embedder: MiniLMEmbedder, index: DenseIndex, i: int
     search plus what three more phrasings add: one embedding call for them and one `score_many`
     pass over the index for all four (an upper bound: the question is embedded and scored twice).
     """
+    search: Any = hybrid_search  # typed loosely: `alternatives` exists only in some versions
     if "alternatives" in inspect.signature(hybrid_search).parameters:
-        return hybrid_search(conn, embedder, QUERIES[i], alternatives=ALTERNATIVES[i], index=index)  # type: ignore[call-arg]
+        return search(conn, embedder, QUERIES[i], alternatives=ALTERNATIVES[i], index=index)
     hybrid_search(conn, embedder, QUERIES[i], index=index)
     extra = embedder.embed([embedder.query_prefix + a for a in ALTERNATIVES[i]])
     return index.score_many(np.vstack([embedder.embed([embedder.query_prefix + QUERIES[i]]), extra]))

@@ -266,3 +266,21 @@ def test_the_index_budget_is_read_from_the_environment_and_refuses_zero() -> Non
     assert Settings.from_env({"THOUGHTLINE_INDEX_MEMORY_MB": "96"}).index_memory_mb == 96
     with pytest.raises(SettingsError, match="THOUGHTLINE_INDEX_MEMORY_MB=0 is below 1"):
         Settings.from_env({"THOUGHTLINE_INDEX_MEMORY_MB": "0"})
+
+
+@pytest.mark.anyio
+async def test_an_index_that_outgrows_the_budget_as_it_loads_makes_room_itself(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    # No vector count up front: the room is made once the refresh (in a reader thread) has loaded it.
+    budget = int(1.5 * DenseIndex.estimated_bytes(_golden_vector_count()))
+    async with library_harness(tmp_path / "data", embedder, index_budget_bytes=budget) as h:
+        await _golden_stores(h, ["a", "b"])
+        a, b = await h.router.get("a"), await h.router.get("b")
+        first = h.library.index_for(a)
+        await a.read(first.refresh)
+        second = h.library.index_for(b)
+        assert h.library.indexed_stores == 2  # b's index is still empty
+        await b.read(second.refresh)
+        assert h.library.indexed_paths == [str(b.path)]
+        assert h.library.index_bytes == second.nbytes <= budget

@@ -15,7 +15,7 @@ the model or onnxruntime.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -312,6 +312,8 @@ class DenseIndex:
     _state: tuple[list[Run], Layout] = field(default_factory=lambda: ([], _empty_layout()))
     # False reads every vector through the vec0 table, as a store of an unknown layout is read.
     read_chunks: bool = True
+    # Called after a refresh changed what the index holds (the library keeps its memory budget).
+    on_loaded: Callable[[], None] | None = None
     generation: int = -1
     max_id: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -336,15 +338,20 @@ class DenseIndex:
         with self._lock:
             if generation == self.generation and max_id == self.max_id:
                 return
-            runs, layout = self._state
-            if generation != self.generation or sum(r.packed is not None for r in runs) > MAX_PACKED:
-                self._state = self._full(conn)
-                # A full load frees ~100 MB of float blobs and temporaries per 100k thoughts; glibc
-                # keeps them mapped (198 MB resident for a 96 MB index) until trimmed (114 MB).
-                resources.return_freed_memory()
-            else:
-                self._state = self._append(conn, runs, layout)
-            self.generation, self.max_id = generation, max_id
+            self._load(conn, generation, max_id)
+        if self.on_loaded is not None:
+            self.on_loaded()
+
+    def _load(self, conn: apsw.Connection, generation: int, max_id: int) -> None:
+        runs, layout = self._state
+        if generation != self.generation or sum(r.packed is not None for r in runs) > MAX_PACKED:
+            self._state = self._full(conn)
+            # A full load frees ~100 MB of float blobs and temporaries per 100k thoughts; glibc
+            # keeps them mapped (198 MB resident for a 96 MB index) until trimmed (114 MB).
+            resources.return_freed_memory()
+        else:
+            self._state = self._append(conn, runs, layout)
+        self.generation, self.max_id = generation, max_id
 
     def _full(self, conn: apsw.Connection) -> tuple[list[Run], Layout]:
         dim = vector_scan.vector_dim(conn)
