@@ -50,12 +50,13 @@ def test_dense_index_scores_whole_best_sentence_and_sequence_and_follows_the_sto
     # The best vector is at least the whole thought, and for thought 1 it is its second sentence.
     assert np.all(scores.best >= scores.whole - 1e-6)
     assert scores.best_slot(0) == 2
-    # The best-vector cosine is that of the thought's closest stored vector.
+    # The best-vector cosine is that of the thought's closest stored (float) vector, to within the
+    # in-memory int8 codes' error.
     expected: dict[int, float] = {}
     for key, blob in search_store.vectors_after(conn, -1):
         cosine = float(np.frombuffer(blob, dtype=np.float32) @ query)
         expected[thought_of(key)] = max(expected.get(thought_of(key), -2.0), cosine)
-    assert np.allclose([expected[t] for t in (1, 2, 3)], scores.best, atol=1e-5)
+    assert np.allclose([expected[t] for t in (1, 2, 3)], scores.best, atol=3e-3)
     # Thoughts of one sequence share its centroid's cosine.
     assert scores.sequence[0] == pytest.approx(scores.sequence[1])
     assert scores.sequence[0] != pytest.approx(scores.sequence[2])

@@ -220,10 +220,11 @@ def create_app(
         resources={ui_resource.PROCESS_URI: app_resource(), **extras.resources},
         extensions={APPS_EXTENSION: {"mimeTypes": [ui_resource.APP_MIME]}, **extras.extensions},
     )
+    index_budget = settings.index_memory_mb * 2**20
     library = (
-        Library(embedder_factory, background=settings.background_work)
+        Library(embedder_factory, background=settings.background_work, index_budget_bytes=index_budget)
         if embedder_factory is not None
-        else Library(background=settings.background_work)
+        else Library(background=settings.background_work, index_budget_bytes=index_budget)
     )
     router.on_open.append(library.attach)
     router.on_close.append(library.detach)
