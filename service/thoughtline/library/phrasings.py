@@ -78,6 +78,8 @@ class Phrasings:
         at = np.array([self.rows.get(t, -1) for t in ids], dtype=np.int64)
         if not at.size:
             return {}
+        if not array.size:  # a store without any vector yet (keyword matches only)
+            return dict.fromkeys(ids, 0.0)
         got = np.where(at >= 0, array[np.maximum(at, 0)], 0.0).astype(np.float64)
         return dict(zip(ids, got.tolist(), strict=True))
 

@@ -83,8 +83,8 @@ class Table:
     def of(cls, columns: Mapping[str, Sequence[float] | Column], rows: int) -> Table:
         """A table from named columns of equal length `rows`."""
         names = tuple(columns)
-        if rows == 0:
-            return cls(names, np.zeros((0, len(names))))
+        if rows == 0 or not names:
+            return cls(names, np.zeros((rows, len(names))))
         return cls(names, np.column_stack([np.asarray(columns[n], dtype=np.float64) for n in names]))
 
     @property
