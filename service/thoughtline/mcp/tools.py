@@ -20,7 +20,7 @@ from mcp_types import INVALID_PARAMS
 
 from thoughtline.clock import Clock, now_ms
 from thoughtline.domain import arguments
-from thoughtline.errors import DomainError
+from thoughtline.errors import InternalError, ThoughtlineError
 from thoughtline.identity import current_principal
 from thoughtline.mcp import history
 from thoughtline.mcp.schemas import (
@@ -202,6 +202,25 @@ def error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
+def failure_text(tool: str, exc: Exception) -> str:
+    """The `<code>: <message>` a failed call answers, from the one hierarchy in `errors.py`.
+
+    A refusal says what to fix; a storage fault says whether anything may be stored; anything
+    else is a bug whose outcome is unknown (`internal_error`). Logs name the exception's type and
+    frames only: its text could quote the arguments (thought text).
+    """
+    if isinstance(exc, SchemaTooNewError):
+        return f"storage_error: {exc}"
+    if isinstance(exc, StorageError | apsw.Error):
+        logger.warning("tool %s: storage failure %s", tool, type(exc).__name__)
+        return f"storage_error: {caller_text(exc)}"
+    if isinstance(exc, ThoughtlineError):
+        return exc.wire_text()
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    logger.error("tool %s failed with %s\n%s", tool, type(exc).__name__, frames)
+    return InternalError().wire_text()
+
+
 class ToolRegistry:
     """Lists tools and routes calls to their handlers with the caller's own store."""
 
@@ -231,18 +250,8 @@ class ToolRegistry:
             opened = await self._router.get(current_principal().user_key)
             with opened.in_use():  # not evicted between this call's reads and writes
                 out = await spec.handler(args or {}, ToolContext(store=opened, clock=self._clock))
-        except DomainError as exc:
-            return error_result(exc.wire_text())
-        except SchemaTooNewError as exc:
-            return error_result(f"storage_error: {exc}")
-        except (StorageError, apsw.Error) as exc:
-            logger.warning("tool %s: storage failure %s", name, type(exc).__name__)
-            return error_result(f"storage_error: {caller_text(exc)}")
-        except Exception as exc:
-            # The message could quote arguments (thought text), so only the type and frames are logged.
-            frames = "".join(traceback.format_tb(exc.__traceback__))
-            logger.error("tool %s failed with %s\n%s", name, type(exc).__name__, frames)
-            return error_result("storage_error: the server failed to handle this call; nothing was written.")
+        except Exception as exc:  # the outermost handler of a tool call: every failure becomes a result
+            return error_result(failure_text(name, exc))
         return types.CallToolResult(
             content=[types.TextContent(text=out.text)],
             structured_content=out.structured,

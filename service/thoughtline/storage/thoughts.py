@@ -112,10 +112,20 @@ def _fingerprint(inp: ThoughtInput) -> str:
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
-def _replay(conn: apsw.Connection, inp: ThoughtInput) -> dict[str, Any] | None:
+def _request_client(origin: str | None) -> str:
+    """The `requests.client` of a caller: its OAuth client id, '' for the static token."""
+    return origin or ""
+
+
+def _replay(conn: apsw.Connection, inp: ThoughtInput, origin: str | None) -> dict[str, Any] | None:
     if inp.request_id is None:
         return None
-    found = rows(conn, "SELECT fingerprint, result FROM requests WHERE request_id = ?", (inp.request_id,))
+    # Keyed by (client, requestId) like continuation: another client's key is not this one's.
+    found = rows(
+        conn,
+        "SELECT fingerprint, result FROM requests WHERE client = ? AND request_id = ?",
+        (_request_client(origin), inp.request_id),
+    )
     if not found:
         return None
     if found[0][0] != _fingerprint(inp):
@@ -163,7 +173,7 @@ def append_thought(
     sequenceId continues only a sequence the same client started (SPEC §2.1, canonical-style calls),
     and none when `continue_open` is off (the library-off strict model).
     """
-    replayed = _replay(conn, inp)
+    replayed = _replay(conn, inp, origin)
     if replayed is not None:
         return replayed
     seq: SequenceRow | None = None
@@ -281,8 +291,9 @@ def append_thought(
     result = _write_result(inp, plan, public_id, names, position, guess)
     if inp.request_id is not None:
         conn.execute(
-            "INSERT INTO requests(request_id, sequence_id, fingerprint, result, created_at) VALUES (?, ?, ?, ?, ?)",
-            (inp.request_id, seq_rowid, _fingerprint(inp), json.dumps(result), now_ms),
+            "INSERT INTO requests(client, request_id, sequence_id, fingerprint, result, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (_request_client(origin), inp.request_id, seq_rowid, _fingerprint(inp), json.dumps(result), now_ms),
         )
     return result
 
