@@ -13,6 +13,7 @@ from tests.golden.harness import LibraryHarness, library_harness
 from tests.support import text
 from thoughtline.library.embed import MiniLMEmbedder, Vectors
 from thoughtline.library.query import build_query
+from thoughtline.library.retrieval import hybrid_search
 from thoughtline.storage.db import connect
 from thoughtline.storage.router import store_path
 
@@ -162,3 +163,19 @@ async def test_the_text_says_in_one_line_how_strong_the_best_match_is(h: Library
     assert lines[1].startswith("Best match: strong (similarity 0.")
     weak = await h.call("search_thoughts", {"query": "staking plants", "limit": 1})
     assert text(weak).splitlines()[1].startswith("Best match: ")
+
+
+async def test_without_vectors_the_alternatives_words_still_find_by_keyword(h: LibraryHarness, tmp_path: Path) -> None:
+    await h.write_sequence(GARDEN)
+    await h.write_sequence(EXPORT)
+    conn = connect(store_path(tmp_path / "data", "owner"), "wal", readonly=True)
+    try:
+        # No embedder: the search answers by keyword; the question's words match nothing stored.
+        alone = hybrid_search(conn, None, "what went wrong overnight?")
+        found = hybrid_search(conn, None, "what went wrong overnight?", alternatives=["export crashes, disk fills up"])
+    finally:
+        conn.close()
+    assert alone.abstained
+    assert not found.abstained
+    assert found.hits[0].record.body == EXPORT[1]
+    assert found.hits[0].similarity is None

@@ -39,6 +39,7 @@ class Pool:
     features: ranker.Table
     query_features: ranker.Table
     keyword: dict[int, float]  # the question's BM25
+    alternatives_keyword: dict[int, float]  # the alternatives' BM25
     dense: dict[int, float]  # the vector side's score (fused over phrasings with alternatives)
     similarity: dict[int, float]  # best single-vector cosine of any phrasing
     phrasings: Phrasings | None
@@ -64,18 +65,18 @@ def rank(pool: Pool) -> dict[int, float]:
 
 def keyword_order(pool: Pool) -> dict[int, float]:
     """The keyword side's own order: the question's BM25, with the alternatives' words as a lesser part."""
-    alt = pool.features.column("alt_kw_z") if "alt_kw_z" in pool.features.names else None
-    if alt is None:
+    if not pool.alternatives_keyword:
         return dict(pool.keyword)
     # Both sides are z-scored over the pool; the question's words stay the larger part.
-    order = dict(zip(pool.ids, (pool.features.column("kw_z") + 0.5 * alt).tolist(), strict=True))
-    return {tid: order[tid] for tid in pool.ids if tid in pool.keyword or alt[pool.ids.index(tid)] > alt.min()}
+    both = pool.features.column("kw_z") + 0.5 * pool.features.column("alt_kw_z")
+    found = pool.keyword.keys() | pool.alternatives_keyword.keys()
+    return {tid: float(v) for tid, v in zip(pool.ids, both.tolist(), strict=True) if tid in found}
 
 
 def judge(pool: Pool) -> float:
     """The probability that nothing stored is relevant (the abstention model, or hand rules without it)."""
     if pool.phrasings is None:
-        return 0.0 if pool.keyword else 1.0
+        return 0.0 if pool.keyword or pool.alternatives_keyword else 1.0
     model = pool.models.abstain
     if model is not None:
         return 1.0 / (1.0 + math.exp(-float(model.score(pool.query_features)[0])))
@@ -225,7 +226,7 @@ def gather(conn: apsw.Connection, query: Query, scope: Scope) -> Pool:
     qf = ranker.query_features(qev, alt_qev)
     if models.abstain is not None:
         qf = ranker.shrink_vocabulary(qf, models.abstain, search_store.thought_count(conn))
-    return Pool(query, models, ids, records, features, qf, keyword, dense, similarity, ph)
+    return Pool(query, models, ids, records, features, qf, keyword, alt_keyword, dense, similarity, ph)
 
 
 def _keyword_pool(
@@ -242,7 +243,7 @@ def _keyword_pool(
         cols["alt_kw_z"] = ranker.keyword_z([alt_keyword.get(t) for t in ids])
     table = ranker.Table.of(cols, len(ids))
     empty = ranker.Table.of({}, 1)
-    return Pool(query, models, ids, records, table, empty, keyword, {}, {}, None)
+    return Pool(query, models, ids, records, table, empty, keyword, alt_keyword, {}, {}, None)
 
 
 # The IDF weight of a query term no stored thought holds (BM25's IDF of a term in 0 of 1 rows).
