@@ -20,8 +20,11 @@ from mcp_types import INVALID_PARAMS
 
 from thoughtline.clock import Clock, now_ms
 from thoughtline.domain import arguments
+from thoughtline.domain.arguments import ThoughtInput
+from thoughtline.domain.thinking import render_write
 from thoughtline.errors import InternalError, ThoughtlineError
 from thoughtline.identity import current_principal
+from thoughtline.library.related_open import Related, RelatedOnOpen
 from thoughtline.mcp import history
 from thoughtline.mcp.schemas import (
     DELETE_INPUT,
@@ -35,6 +38,7 @@ from thoughtline.storage import thoughts as store
 from thoughtline.storage.db import StorageError
 from thoughtline.storage.faults import caller_text
 from thoughtline.storage.migrations import SchemaTooNewError
+from thoughtline.storage.related import Card
 from thoughtline.storage.router import StoreRouter, UserStore
 
 logger = logging.getLogger(__name__)
@@ -72,7 +76,58 @@ def new_sequence_id() -> str:
     return "seq_" + secrets.token_hex(16)
 
 
-def _think_handler(library: bool) -> Handler:
+def render_written(inp: ThoughtInput, written: store.Written, related: Sequence[Related] = ()) -> ToolOutput:
+    """The wire shape of an accepted thought (SPEC §2.1), with related earlier reasoning when found (§5.4)."""
+    plan = written.plan
+    structured: dict[str, Any] = {
+        "sequenceId": written.sequence_id,
+        "thoughtNumber": inp.thought_number,
+        "totalThoughts": plan.total_thoughts,
+        "nextThoughtNeeded": inp.next_thought_needed,
+        "branches": list(written.branches),
+        "thoughtHistoryLength": written.count,
+    }
+    if plan.branch_name is not None:
+        structured["branchId"] = plan.branch_name
+    if plan.reopened:
+        structured["reopened"] = True
+    if plan.number_reused:
+        structured["thoughtNumberReused"] = True
+    if plan.total_raised:
+        structured["totalThoughtsRaised"] = True
+    guess = written.continuation
+    if guess is not None and guess.continued:
+        structured["continued"] = True
+    notes = [guess.note] if guess is not None and guess.note else []
+    if related:
+        structured["related"] = [
+            {
+                "sequenceId": r.sequence_id,
+                "title": r.title,
+                "status": r.status,
+                "updatedAt": r.updated_at,
+                "snippet": r.snippet,
+                "similarity": r.similarity,
+            }
+            for r in related
+        ]
+        notes.append(related_line(related))
+    return ToolOutput(text=render_write(inp, plan, written.sequence_id, written.count, notes), structured=structured)
+
+
+RELATED_TITLE_CHARS = 80
+
+
+def related_line(related: Sequence[Related]) -> str:
+    """One line naming each suggestion by title and sequenceId, and how to read it."""
+    named = []
+    for r in related:
+        title = r.title if len(r.title) <= RELATED_TITLE_CHARS else r.title[: RELATED_TITLE_CHARS - 1].rstrip() + "…"
+        named.append(f'"{title}" ({r.sequence_id})')
+    return f"Related earlier reasoning: {', '.join(named)}; read it with get_thought_history."
+
+
+def _think_handler(library: bool, related: RelatedOnOpen | None) -> Handler:
     # With the library off only a held sequenceId reaches a sequence (SPEC §5), so a call without
     # one never continues an open sequence: it starts a new one and says so.
     async def think(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
@@ -80,10 +135,28 @@ def _think_handler(library: bool) -> Handler:
         at = now_ms(ctx.clock)
         seq_id = new_sequence_id()
         origin = current_principal().client_id  # canonical-style calls continue only this client's sequences
-        result = await ctx.store.write(
-            lambda conn: store.append_thought(conn, inp, at, seq_id, origin, continue_open=library)
-        )
-        return ToolOutput(text=result["text"], structured=result["structured"])
+
+        def remember(written: store.Written) -> dict[str, Any]:
+            # A retry gets exactly what the original call answered (without suggestions, which
+            # come after the commit).
+            out = render_written(inp, written)
+            return {"text": out.text, "structured": out.structured}
+
+        # Picked before the write from the index (no read); the write reads their cards in its
+        # own transaction, so a second thought pays no extra round trip (library/related_open.py).
+        prepared = related.prepare(ctx.store, inp.sequence_id, inp.thought_number, inp.thought) if related else None
+
+        def write(conn: apsw.Connection) -> tuple[store.Written | store.Replayed, dict[int, Card] | None]:
+            written = store.append_thought(conn, inp, at, seq_id, origin, continue_open=library, remember=remember)
+            return written, RelatedOnOpen.read_cards(conn, prepared, written)
+
+        result, cards = await ctx.store.write(write)
+        if isinstance(result, store.Replayed):
+            return ToolOutput(text=result.recorded["text"], structured=result.recorded["structured"])
+        found: list[Related] = []
+        if related is not None:
+            found = await related.after_write(ctx.store, result, inp.thought, prepared, cards)
+        return render_written(inp, result, found)
 
     return think
 
@@ -116,7 +189,8 @@ Use it for problems that need planning, revision or exploring alternatives. Call
   inside another branch. Numbers are scoped to their branch; keep passing branchId on the branch's later steps.
 - Pass a new requestId (any unique string) on every call and reuse it to retry: the same id and arguments
   return the original result without writing again, so a retry after an error or a lost answer is exact.
-Read a sequence back with get_thought_history."""
+Read a sequence back with get_thought_history. On a new sequence's second thought the result may name
+earlier sequences of yours on the same problem (`related`): read them before repeating their work."""
 
 HISTORY_DESCRIPTION = """Read back a stored reasoning sequence, oldest first by default, one page at a time.
 
@@ -155,10 +229,13 @@ def _declare(
     )
 
 
-def core_tools(ui_meta: Mapping[str, Any] | None = None, *, library: bool = True) -> list[ToolSpec]:
+def core_tools(
+    ui_meta: Mapping[str, Any] | None = None, *, library: bool = True, related: RelatedOnOpen | None = None
+) -> list[ToolSpec]:
     """The three thinking tools; `ui_meta` links the write and history tools to the MCP App.
 
-    `library` off (THOUGHTLINE_LIBRARY=off): calls without sequenceId never continue a sequence.
+    `library` off (THOUGHTLINE_LIBRARY=off): calls without sequenceId never continue a sequence,
+    and nothing is suggested. `related` suggests earlier sequences on a new one's second thought.
     """
     meta = dict(ui_meta) if ui_meta else None
     return [
@@ -171,7 +248,7 @@ def core_tools(ui_meta: Mapping[str, Any] | None = None, *, library: bool = True
                 (False, False, False),
                 meta,
             ),
-            _think_handler(library),
+            _think_handler(library, related if library else None),
         ),
         ToolSpec(
             _declare(
