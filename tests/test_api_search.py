@@ -53,10 +53,8 @@ async def test_repeated_alternatives_are_the_tools_alternatives(app: Served) -> 
         await write(client, BREAD)
         tool = await call(client, "search_thoughts", query="why is the garden wet", alternatives=phrasings)
     async with api_client(app) as api:
-        rest = body(
-            await api.get("/search", params=[("q", "why is the garden wet")] + [("alternatives", p) for p in phrasings])
-        )
-        too_many = refusal(await api.get("/search", params=[("q", "x")] + [("alternatives", "y")] * 5), 400)
+        rest = body(await api.get("/search", params={"q": "why is the garden wet", "alternatives": phrasings}))
+        too_many = refusal(await api.get("/search", params={"q": "x", "alternatives": ["y"] * 5}), 400)
     assert _same(rest) == _same(tool)
     assert rest["results"][0]["sequenceId"] == hose
     assert too_many[0] == "invalid_input"
