@@ -175,6 +175,11 @@ async def test_a_sequence_filter_does_not_starve_the_vector_side(h: LibraryHarne
     target = await h.write_sequence(
         ["Unrelated opening.", "Requests queue up because every pooled connection is busy."]
     )
+    # The vector side is what this test is about. Writes never load the model; the first search
+    # does, and embeds inline only within its time budget (which the model's loading can spend on
+    # a busy machine), then hands the rest to the background: wait for that before asking.
+    await search_for(h, "warm up the model")
+    await asyncio.wait_for(h.library.caught_up(await h.router.get("owner")), timeout=60)
     out = await search_for(h, "database connection pool exhausted under load", sequenceId=target, limit=5)
     assert out["results"]
     assert {r["sequenceId"] for r in out["results"]} == {target}
