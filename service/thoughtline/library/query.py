@@ -11,14 +11,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import NDArray
-
 from thoughtline.domain.arguments import coerce_str
 from thoughtline.errors import invalid
 from thoughtline.library.search import content_terms
 
 if TYPE_CHECKING:
+    # numpy only for the annotations: the MCP tools import this module at start, and a cold start
+    # must not pay for numpy (it loads with the model, on the first search).
+    import numpy as np
+    from numpy.typing import NDArray
+
     from thoughtline.library.embed import Embedder
 
 MAX_ALTERNATIVES = 4
@@ -66,6 +68,8 @@ def build_query(question: str, alternatives: Sequence[str] = (), embedder: Embed
                 extra.append(term)
     vectors = None
     if embedder is not None:
+        import numpy as np  # loaded with the model already
+
         vectors = embedder.embed([embedder.query_prefix + p for p in (question, *alts)]).astype(np.float32)
     return Query(question, alts, terms, tuple(extra), vectors)
 
