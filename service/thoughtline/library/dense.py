@@ -232,8 +232,9 @@ def _add_whole(out: _Loaded, keys: IntArray, seqs: IntArray, vectors: FloatArray
 
 
 def _sequences_of_thoughts(conn: apsw.Connection, dim: int) -> tuple[IntArray, IntArray, _Loaded]:
-    """Every thought's id and sequence, and an empty load that sums whole vectors per sequence."""
+    """Every thought's id and sequence (in id order), and an empty load that sums whole vectors per sequence."""
     pairs = np.asarray(vector_scan.thought_sequences(conn), dtype=np.int64).reshape(-1, 2)
+    pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
     thought_ids, thought_seqs = pairs[:, 0], pairs[:, 1]
     seq_ids = np.unique(thought_seqs)
     return thought_ids, thought_seqs, _Loaded(sums=np.zeros((len(seq_ids), dim), dtype=np.float32), seq_ids=seq_ids)
@@ -390,13 +391,11 @@ class DenseIndex:
         self.generation, self.max_id = generation, max_id
 
     def _full(self, conn: apsw.Connection) -> tuple[list[Run], Layout]:
-        dim = vector_scan.vector_dim(conn)
+        chunked = self.read_chunks and vector_scan.chunks_readable(conn)
+        dim = vector_scan.chunk_dim(conn) if chunked else vector_scan.vector_dim(conn)
         if dim is None:
             return [], _empty_layout()
-        if self.read_chunks and vector_scan.chunks_readable(conn):
-            loaded = _load_chunks(conn, dim)
-        else:
-            loaded = _load_rows(conn, 0, _sequences_of_thoughts(conn, dim)[2])
+        loaded = _load_chunks(conn, dim) if chunked else _load_rows(conn, 0, _sequences_of_thoughts(conn, dim)[2])
         assert loaded.sums is not None
         assert loaded.seq_ids is not None
         whole_ids, whole_seqs = _concat(loaded.whole_keys), _concat(loaded.whole_seqs)
