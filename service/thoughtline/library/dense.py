@@ -14,6 +14,7 @@ the model or onnxruntime.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -233,7 +234,9 @@ def _add_whole(out: _Loaded, keys: IntArray, seqs: IntArray, vectors: FloatArray
 
 def _sequences_of_thoughts(conn: apsw.Connection, dim: int) -> tuple[IntArray, IntArray, _Loaded]:
     """Every thought's id and sequence (in id order), and an empty load that sums whole vectors per sequence."""
-    pairs = np.asarray(vector_scan.thought_sequences(conn), dtype=np.int64).reshape(-1, 2)
+    rows = vector_scan.thought_sequences(conn)
+    # fromiter over the flattened pairs: np.asarray of 100k tuples took 4x as long.
+    pairs = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=2 * len(rows)).reshape(-1, 2)
     pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
     thought_ids, thought_seqs = pairs[:, 0], pairs[:, 1]
     seq_ids = np.unique(thought_seqs)

@@ -36,13 +36,12 @@ _OPSET = 13
 def quantize_into(vectors: FloatArray, out: CodeArray) -> FloatArray:
     """Code `vectors` (n x dim) into `out` (n x dim, e.g. a view of a run's buffer); returns the scales.
 
-    The cast writes straight into place: a separate cast and concatenation cost two more copies.
+    The rounding writes straight into place: a separate cast and concatenation cost two more copies.
     """
     top = np.abs(vectors).max(axis=1) if vectors.size else np.zeros(len(vectors), dtype=np.float32)
     top = np.maximum(top, np.float32(1e-12))
     scaled = vectors * (np.float32(CODE_LEVELS) / top)[:, None]
-    np.rint(scaled, out=scaled)
-    np.copyto(out, scaled, casting="unsafe")
+    np.rint(scaled, out=out, casting="unsafe")  # rounds in float, then casts into place
     scales: FloatArray = (top / np.float32(CODE_LEVELS)).astype(np.float32)
     return scales
 
