@@ -11,12 +11,12 @@ from typing import Any
 import mcp_types as types
 
 from thoughtline.domain import arguments
+from thoughtline.domain.thread_names import MAX_DESCRIPTION as MAX_DESCRIPTION  # one limit, kept by the domain
 from thoughtline.domain.thread_names import MAX_NAME
 from thoughtline.mcp.schema_parts import closed_input, record, tool_annotations
 from thoughtline.mcp.schemas import nullable
 
 CONFIGURE_ACTIONS = ("list", "create", "rename", "set_description", "archive", "unarchive", "delete", "pin", "unpin")
-MAX_DESCRIPTION = 2_000
 MAX_EVENTS = 100
 DEFAULT_EVENTS = 20
 LIFECYCLES = ["active", "dormant", "closed"]

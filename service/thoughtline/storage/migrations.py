@@ -14,6 +14,7 @@ import apsw
 
 from thoughtline.domain.thread_names import name_key
 from thoughtline.storage.db import write_transaction
+from thoughtline.storage.key_migrations import PROPOSAL_IDS, REQUESTS_PER_CLIENT, refold_thread_names
 
 
 class SchemaTooNewError(Exception):
@@ -424,6 +425,9 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("0006_sequence_origin", _sql(SEQUENCE_ORIGIN)),
     Migration("0008_store_identity", _sql(STORE_IDENTITY)),
     Migration("0007_search_ranking", _requeue_old_vectors),
+    Migration("0009_proposal_ids_never_reused", _sql(PROPOSAL_IDS)),
+    Migration("0010_request_ids_per_client", _sql(REQUESTS_PER_CLIENT)),
+    Migration("0011_thread_names_fold_compatibility_forms", refold_thread_names),
 )
 
 

@@ -229,7 +229,7 @@ def create_app(
     router.on_open.append(library.attach)
     router.on_close.append(library.detach)
     tools = [
-        *core_tools(UI_TOOL_META, library=settings.library),
+        *core_tools(UI_TOOL_META, library=settings.library, related=library.related if settings.related else None),
         *library.tools(discovery=settings.library),
         *_thread_tools(settings),
         *(ProposalTools(library.embedder).tools() if settings.library else []),
