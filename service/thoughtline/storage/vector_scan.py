@@ -21,6 +21,7 @@ from thoughtline.storage.migrations import VECTOR_SLOTS
 
 _CHUNKS = "thought_vectors_chunks"
 _VECTORS = "thought_vectors_vector_chunks00"
+_ROWIDS = "thought_vectors_rowids"
 _EXPECTED = {_CHUNKS: ["chunk_id", "size", "validity", "rowids"], _VECTORS: ["rowid", "vectors"]}
 
 
@@ -89,6 +90,19 @@ def vectors_with_sequence_batches(
             rows = []
     if rows:
         yield rows
+
+
+def vector_count(conn: apsw.Connection) -> int:
+    """How many vectors vec0 holds: one row each in its key table, counted on a plain b-tree.
+
+    `count(*)` on the virtual table visits every vector (0.11 s of CPU at 250k vectors, on every
+    search); the key table answers in ~2 ms. A store of another layout is counted the slow way.
+    """
+    if _columns(conn, _ROWIDS) == ["rowid", "id", "chunk_id", "chunk_offset"]:
+        rows: list[Any] = conn.execute(f"SELECT count(*) FROM {_ROWIDS}").fetchall()
+    else:
+        rows = conn.execute("SELECT count(*) FROM thought_vectors").fetchall()
+    return int(rows[0][0])
 
 
 def chunk_dim(conn: apsw.Connection) -> int | None:
