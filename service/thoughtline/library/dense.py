@@ -27,6 +27,7 @@ from thoughtline.library.dense_runs import (
     Loaded,
     Run,
     concat,
+    distinct,
     load_chunks,
     load_rows,
     merge_open,
@@ -219,7 +220,7 @@ class DenseIndex:
             return runs, layout
         new_ids, new_sums = sequence_sums(loaded)
         norms = self._grown_norms(runs, layout, new_ids, new_sums)
-        seq_ids = np.union1d(layout.seq_ids, new_ids)
+        seq_ids = distinct(np.concatenate([layout.seq_ids, new_ids]))
         all_norms = np.zeros(len(seq_ids), dtype=np.float32)
         all_norms[np.searchsorted(seq_ids, layout.seq_ids)] = layout.seq_norms
         all_norms[np.searchsorted(seq_ids, new_ids)] = norms
