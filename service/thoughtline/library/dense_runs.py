@@ -152,10 +152,13 @@ class _RunBuffer:
         self.runs: list[Future[Run]] = []
 
     def add(self, vectors: FloatArray) -> None:
-        if self.used + len(vectors) > PACK_RUN:
-            self.seal()
-        self.scales.append(quantize_into(vectors, self.codes[self.used : self.used + len(vectors)]))
-        self.used += len(vectors)
+        while len(vectors):
+            if self.used == len(self.codes):
+                self.seal()
+            part = vectors[: len(self.codes) - self.used]
+            self.scales.append(quantize_into(part, self.codes[self.used : self.used + len(part)]))
+            self.used += len(part)
+            vectors = vectors[len(part) :]
 
     def seal(self) -> None:
         if self.used:
