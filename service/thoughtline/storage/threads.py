@@ -3,11 +3,15 @@
 Typed functions over an apsw connection inside the caller's transaction (the writer's, or a
 read snapshot). Threads are looked up by `name_key` (the casefolded name), never by `name`.
 Proposal matching and review live with the proposals (`library/proposals.py`); this module only
-keeps their tables consistent when memberships change.
+keeps their tables consistent when memberships change, and reads the term statistics matching
+weighs words with (from the keyword index's vocabulary).
 """
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import apsw
@@ -267,3 +271,59 @@ def sequence_rowid(conn: apsw.Connection, public_id: str) -> int | None:
     """The row id of a sequence of this store, or None."""
     found = rows(conn, "SELECT id FROM sequences WHERE public_id = ?", (public_id,))
     return int(found[0][0]) if found else None
+
+
+# --- Term statistics for proposal matching (SPEC §5.3 "3. Proposals") ---
+# The tokenizer `thoughts_fts` is declared with (migrations, SEARCH_CONTEXT): a text is cut into
+# the same terms the index holds, so its terms meet the index's own document frequencies.
+_FTS_TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])
+# fts5vocab over the keyword index, created per connection in `temp`: the statistics come from the
+# index itself, with no second index to keep in step and no migration.
+_VOCAB = "thread_term_vocab"
+
+
+@dataclass(frozen=True)
+class TermStatistics:
+    """How common terms are in a store: thoughts indexed, and per term the thoughts holding it."""
+
+    documents: int
+    frequency: dict[str, int]
+
+
+def terms(conn: apsw.Connection, text: str) -> list[str]:
+    """The index terms of `text`, in order (as `thoughts_fts` tokenizes a thought's body)."""
+    tokenizer = conn.fts5_tokenizer(*_FTS_TOKENIZER)
+    cut = tokenizer(
+        text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False, include_colocated=False
+    )
+    return [t for t in cut if isinstance(t, str)]
+
+
+def sequence_terms(conn: apsw.Connection, sequence_rowids: Sequence[int]) -> dict[int, Counter[str]]:
+    """Term counts over the thought bodies of each given sequence (a sequence with no thought is absent)."""
+    out: dict[int, Counter[str]] = {}
+    for seq, body in rows(
+        conn,
+        "SELECT sequence_id, body FROM thoughts WHERE sequence_id IN (SELECT value FROM json_each(?)) "
+        "ORDER BY sequence_id, position",
+        (json.dumps(list(sequence_rowids)),),
+    ):
+        out.setdefault(int(seq), Counter()).update(terms(conn, str(body)))
+    return out
+
+
+def term_statistics(conn: apsw.Connection, wanted: Iterable[str]) -> TermStatistics:
+    """Document frequencies of `wanted` in thought bodies, from the keyword index's own vocabulary.
+
+    A term no thought holds is absent from `frequency`. One point lookup per term: the vocab
+    table narrows only on `term =`, and a scan would read the whole vocabulary.
+    """
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_VOCAB} USING fts5vocab(main, thoughts_fts, 'col')")
+    frequency: dict[str, int] = {}
+    query = f"SELECT doc FROM temp.{_VOCAB} WHERE term = ? AND col = 'body'"
+    for term in sorted(set(wanted)):
+        found = rows(conn, query, (term,))
+        if found:
+            frequency[term] = int(found[0][0])
+    documents = int(rows(conn, "SELECT count(*) FROM thoughts")[0][0])
+    return TermStatistics(documents, frequency)
