@@ -150,13 +150,16 @@ class _RunBuffer:
         self.scales: list[FloatArray] = []
         self.used = 0
         self.runs: list[Future[Run]] = []
+        self.scratch = np.empty((0, dim), dtype=np.float32)
 
     def add(self, vectors: FloatArray) -> None:
         while len(vectors):
             if self.used == len(self.codes):
                 self.seal()
             part = vectors[: len(self.codes) - self.used]
-            self.scales.append(quantize_into(part, self.codes[self.used : self.used + len(part)]))
+            if self.scratch.shape != part.shape:
+                self.scratch = np.empty(part.shape, dtype=np.float32)
+            self.scales.append(quantize_into(part, self.codes[self.used : self.used + len(part)], self.scratch))
             self.used += len(part)
             vectors = vectors[len(part) :]
 
