@@ -13,13 +13,13 @@ import pytest
 from tests.golden.harness import LibraryHarness, library_harness
 from tests.sample_notes import BOILER, DRIP, HOSE, LEASE
 from thoughtline.config import Settings, SettingsError
+from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS, VECTOR_SLOTS, chunk_texts
 from thoughtline.library import dense_runs, int8_product, vectors
 from thoughtline.library.dense import DenseIndex, Scores
 from thoughtline.library.embed import MiniLMEmbedder
-from thoughtline.library.search import PASSAGE_MIN_CHARS, chunk_texts
 from thoughtline.storage import search as search_store
 from thoughtline.storage.db import connect
-from thoughtline.storage.migrations import VECTOR_SLOTS, migrate
+from thoughtline.storage.migrations import migrate
 from thoughtline.storage.router import store_path
 
 PHRASINGS = [

@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from thoughtline import resources
+from thoughtline.domain.vector_keys import VECTOR_SLOTS
 from thoughtline.library.dense_runs import (
     Loaded,
     Run,
@@ -37,7 +38,6 @@ from thoughtline.library.dense_runs import (
 from thoughtline.library.int8_product import FloatArray, Queries
 from thoughtline.storage import search as search_store
 from thoughtline.storage import vector_scan
-from thoughtline.storage.migrations import VECTOR_SLOTS
 
 IntArray = NDArray[np.int64]
 # Appends add small packed runs; beyond this many the next refresh loads the store afresh.

@@ -17,6 +17,7 @@ import apsw
 import numpy as np
 from numpy.typing import NDArray
 
+from thoughtline.domain.vector_keys import VECTOR_SLOTS
 from thoughtline.library.int8_product import (
     CodeArray,
     FloatArray,
@@ -28,7 +29,6 @@ from thoughtline.library.int8_product import (
     quantize_into,
 )
 from thoughtline.storage import vector_scan
-from thoughtline.storage.migrations import VECTOR_SLOTS
 
 IntArray = NDArray[np.int64]
 # A run of at least this many codes is packed for onnxruntime (numpy's float product over codes

@@ -17,7 +17,7 @@ from typing import Any
 
 import apsw
 
-from thoughtline.storage.migrations import VECTOR_SLOTS
+from thoughtline.domain.vector_keys import VECTOR_SLOTS
 
 _CHUNKS = "thought_vectors_chunks"
 _VECTORS = "thought_vectors_vector_chunks00"
