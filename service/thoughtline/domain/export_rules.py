@@ -25,6 +25,7 @@ from thoughtline.domain.arguments import (
 from thoughtline.domain.record_fields import MAX_ID, Fields, RecordProblem, is_id, kind_of
 from thoughtline.domain.thinking import make_title
 from thoughtline.domain.thread_names import MAX_DESCRIPTION, check_name
+from thoughtline.domain.thread_types import THREAD_TYPES
 from thoughtline.errors import DomainError
 
 RECORD_TYPES = ("sequence", "branch", "thought", "thread", "thread_member", "thread_rejection", "proposal_ids")
@@ -274,6 +275,10 @@ class RecordChecker:
             raise f.problem(exc.message) from None
         description = str(f.text("description", MAX_DESCRIPTION, keep="\t\n"))
         created = f.time("created_at")
+        # The type a user set (null: derived from the events); exports made before types lack it.
+        kind = f.raw("thread_type", required=False)
+        if kind is not None and kind not in THREAD_TYPES:
+            raise f.problem(f"'thread_type' must be one of {', '.join(THREAD_TYPES)} or null, got {kind_of(kind)}")
         return {
             "id": rowid,
             "name": name,
@@ -281,6 +286,7 @@ class RecordChecker:
             "status": f.choice("status", ("active", "archived")),
             "created_at": created,
             "updated_at": max(created, f.time("updated_at")),
+            "type": kind,
         }
 
     def _membership(self, f: Fields) -> dict[str, Any]:

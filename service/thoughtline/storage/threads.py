@@ -20,7 +20,7 @@ from thoughtline.domain.thread_names import name_key
 from thoughtline.errors import DomainError
 from thoughtline.storage.thoughts import rows
 
-_THREAD_COLS = "id, name, description, status, created_at, updated_at"
+_THREAD_COLS = "id, name, description, status, created_at, updated_at, type"
 # Events are read up to this many characters of the thought; the briefing clips them to 280.
 _EVENT_TEXT_CHARS = 600
 
@@ -35,6 +35,7 @@ class ThreadRow:
     status: str
     created_at: int
     updated_at: int
+    type: str | None = None  # as the user set it; None: derived from the events on read
 
     @property
     def archived(self) -> bool:
@@ -66,8 +67,9 @@ class MemberRow:
 
 @dataclass(frozen=True)
 class EventRow:
-    """A member thought that is (or may be) an event, with what the briefing shows of it."""
+    """A member thought that is (or may be) an event; its text is read only for the events shown."""
 
+    thought_id: int
     event: str | None
     final: bool
     revision: bool
@@ -75,7 +77,6 @@ class EventRow:
     sequence_id: str
     thought_number: int
     branch_id: str | None
-    text: str
 
 
 def find_thread(conn: apsw.Connection, name: str) -> ThreadRow | None:
@@ -183,6 +184,30 @@ def set_thread_status(conn: apsw.Connection, thread: ThreadRow, status: str, now
     return require_thread(conn, thread.name)
 
 
+def set_thread_type(conn: apsw.Connection, thread: ThreadRow, kind: str, now_ms: int) -> ThreadRow:
+    """Set the type a user chose; setting the type a thread already has changes nothing."""
+    if kind != thread.type:
+        conn.execute("UPDATE threads SET type = ?, updated_at = ? WHERE id = ?", (kind, now_ms, thread.rowid))
+    return require_thread(conn, thread.name)
+
+
+def event_kinds(conn: apsw.Connection, thread_rowid: int, kinds: frozenset[str]) -> set[str]:
+    """Which of `kinds` the member thoughts of a thread carry as explicit events.
+
+    One EXISTS per kind, so a kind stops at its first thought; the thought filter repeats the
+    WHERE of the partial index `thoughts_event_log`, whose leading (sequence, event) it seeks.
+    """
+    ordered = sorted(kinds)
+    probes = ", ".join(
+        "EXISTS (SELECT 1 FROM thread_members m JOIN thoughts t INDEXED BY thoughts_event_log "
+        "ON t.sequence_id = m.sequence_id WHERE m.thread = ?1 "
+        f"AND (t.event IS NOT NULL OR t.next_needed = 0 OR t.is_revision = 1) AND t.event = ?{n})"
+        for n in range(2, len(ordered) + 2)
+    )
+    found = rows(conn, f"SELECT {probes}", (thread_rowid, *ordered))[0] if ordered else ()
+    return {kind for kind, present in zip(ordered, found, strict=True) if present}
+
+
 def delete_thread(conn: apsw.Connection, thread: ThreadRow) -> tuple[int, int]:
     """Delete the registry entry with its memberships, proposals and rejections (never a sequence).
 
@@ -237,16 +262,16 @@ def members(conn: apsw.Connection, thread_rowid: int) -> list[MemberRow]:
 
 
 def event_rows(conn: apsw.Connection, thread_rowid: int) -> list[EventRow]:
-    """Member thoughts that carry an event or a derived one, oldest first.
+    """Member thoughts that carry an event or a derived one, oldest first (without their text).
 
-    The thought filter repeats the WHERE of the partial index `thoughts_events` so it is used.
+    The thought filter repeats the WHERE of the partial index `thoughts_event_log`, which covers
+    every column read here, so no thought row is visited.
     """
     found = rows(
         conn,
-        "SELECT t.event, t.next_needed, t.is_revision, t.created_at, s.public_id, t.number, b.name, "
-        f"substr(t.body, 1, {_EVENT_TEXT_CHARS}) "
+        "SELECT t.id, t.event, t.next_needed, t.is_revision, t.created_at, s.public_id, t.number, b.name "
         "FROM thread_members m JOIN sequences s ON s.id = m.sequence_id "
-        "JOIN thoughts t ON t.sequence_id = m.sequence_id "
+        "JOIN thoughts t INDEXED BY thoughts_event_log ON t.sequence_id = m.sequence_id "
         "LEFT JOIN branches b ON b.id = t.branch "
         "WHERE m.thread = ? AND (t.event IS NOT NULL OR t.next_needed = 0 OR t.is_revision = 1) "
         "ORDER BY t.created_at, t.id",
@@ -254,17 +279,27 @@ def event_rows(conn: apsw.Connection, thread_rowid: int) -> list[EventRow]:
     )
     return [
         EventRow(
-            event=r[0],
-            final=not r[1],
-            revision=bool(r[2]),
-            at=int(r[3]),
-            sequence_id=str(r[4]),
-            thought_number=int(r[5]),
-            branch_id=r[6],
-            text=str(r[7]),
+            thought_id=int(r[0]),
+            event=r[1],
+            final=not r[2],
+            revision=bool(r[3]),
+            at=int(r[4]),
+            sequence_id=str(r[5]),
+            thought_number=int(r[6]),
+            branch_id=r[7],
         )
         for r in found
     ]
+
+
+def event_texts(conn: apsw.Connection, thought_ids: Iterable[int]) -> dict[int, str]:
+    """The opening of each of these thoughts (as much as an event shows, and then some)."""
+    found = rows(
+        conn,
+        f"SELECT id, substr(body, 1, {_EVENT_TEXT_CHARS}) FROM thoughts WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(set(thought_ids))),),
+    )
+    return {int(r[0]): str(r[1]) for r in found}
 
 
 def sequence_rowid(conn: apsw.Connection, public_id: str) -> int | None:

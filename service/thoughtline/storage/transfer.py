@@ -19,7 +19,8 @@ from thoughtline.domain.thread_names import name_key
 from thoughtline.storage.proposals import issued_proposal_ids, reserve_proposal_ids
 from thoughtline.storage.thoughts import get_sequence
 
-_THREAD_KEYS = ("id", "name", "description", "status", "created_at", "updated_at")
+# A thread's own type travels as `thread_type`: `type` names the record's kind.
+_THREAD_KEYS = ("id", "name", "description", "status", "created_at", "updated_at", "thread_type")
 _MEMBER_KEYS = ("thread", "sequence_id", "sequence_public_id", "added_by", "created_at")
 _REJECTION_KEYS = ("thread", "sequence_id", "sequence_public_id", "rejected_at")
 THREAD_RECORDS = ("thread", "thread_member", "thread_rejection")
@@ -44,7 +45,9 @@ def iter_export(conn: apsw.Connection) -> Iterator[dict[str, Any]]:
         "SELECT t.*, s.public_id FROM thoughts t JOIN sequences s ON s.id = t.sequence_id ORDER BY t.id"
     ):
         yield {"type": "thought", **_row_dict(conn, "thoughts", row)}
-    for row in conn.execute("SELECT id, name, description, status, created_at, updated_at FROM threads ORDER BY id"):
+    for row in conn.execute(
+        "SELECT id, name, description, status, created_at, updated_at, type FROM threads ORDER BY id"
+    ):
         yield {"type": "thread", **dict(zip(_THREAD_KEYS, row, strict=True))}
     for row in conn.execute(
         "SELECT m.thread, m.sequence_id, s.public_id, m.added_by, m.created_at FROM thread_members m "

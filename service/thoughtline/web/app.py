@@ -21,6 +21,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
+from thoughtline.api.wiring import api_mount
 from thoughtline.clock import Clock, SystemClock
 from thoughtline.config import Settings, settings_from_process_env
 from thoughtline.library.briefing import Periods
@@ -139,6 +140,7 @@ def create_app(
     groups: Sequence[RouteGroup] = [
         mcp_endpoints.group(services),  # /mcp, /mcp-compat (first: the router tries routes in order)
         site.group(services),  # GET /, /healthz
+        RouteGroup(routes=api_mount(settings, services.router, clock, services.library, services.authenticator)),
         RouteGroup(routes=services.extras.routes),  # the OAuth door and callers' own routes
     ]
 
