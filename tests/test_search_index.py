@@ -14,7 +14,7 @@ from tests.golden.harness import LibraryHarness, library_harness
 from tests.sample_notes import BOILER, DRIP, HOSE, LEASE
 from thoughtline.config import Settings, SettingsError
 from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS, VECTOR_SLOTS, chunk_texts
-from thoughtline.library import int8_product, vectors
+from thoughtline.library import dense_runs, int8_product, vectors
 from thoughtline.library.dense import DenseIndex, Scores
 from thoughtline.library.embed import MiniLMEmbedder
 from thoughtline.storage import search as search_store
@@ -170,12 +170,21 @@ def test_reading_vec0_chunks_gives_what_the_virtual_table_gives_after_deletes_an
     chunked.refresh(conn)
     scanned.refresh(conn)
     assert chunked._state[1].order is not None  # storage order is not key order here
+    # vec0's key table counts what the virtual table holds, holes and all.
+    assert search_store.vector_count(conn) == conn.execute("SELECT count(*) FROM thought_vectors").fetchall()[0][0]
+    assert search_store.vector_count(conn) == len(chunked) == len(scanned)
     assert 2 not in chunked.score(queries[0]).thought_ids.tolist()
     _same(chunked.score_many(queries), scanned.score_many(queries))
     conn.close()
 
 
-def test_an_index_grown_by_appends_scores_as_one_loaded_afresh(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+@pytest.mark.parametrize("run", [None, 4], ids=["in numpy", "packed in runs of 4"])
+def test_an_index_grown_by_appends_scores_as_one_loaded_afresh(
+    tmp_path: Path, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch, run: int | None
+) -> None:
+    if run is not None:  # the full load and the appends then pack runs for onnxruntime too
+        monkeypatch.setattr(dense_runs, "PACK_RUN", run)
+        monkeypatch.setattr(dense_runs, "SEAL", run)
     sequences = [s["thoughts"] for s in GOLDEN.values()]
     conn = _store(tmp_path / "s.sqlite3", [seq[:2] for seq in sequences])
     vectors.backfill(conn, embedder)
@@ -284,3 +293,20 @@ async def test_an_index_that_outgrows_the_budget_as_it_loads_makes_room_itself(
         await b.read(second.refresh)
         assert h.library.indexed_paths == [str(b.path)]
         assert h.library.index_bytes == second.nbytes <= budget
+
+
+def test_an_index_packed_for_onnxruntime_in_many_runs_scores_exactly_as_one_kept_in_numpy(
+    golden_store: apsw.Connection, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    in_numpy = DenseIndex()
+    in_numpy.refresh(golden_store)
+    assert all(run.packed is None for run in in_numpy._state[0])  # a small store stays in numpy
+    # Runs of 16 vectors, packed from 4: the golden store becomes several onnxruntime sessions.
+    monkeypatch.setattr(dense_runs, "PACK_RUN", 16)
+    monkeypatch.setattr(dense_runs, "SEAL", 4)
+    packed = DenseIndex()
+    packed.refresh(golden_store)
+    assert len(packed._state[0]) > 2
+    assert all(run.packed is not None for run in packed._state[0])
+    queries = embedder.embed(PHRASINGS)
+    _same(packed.score_many(queries), in_numpy.score_many(queries))

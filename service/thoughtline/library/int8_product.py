@@ -33,16 +33,18 @@ _UINT8, _INT8, _INT32 = 2, 3, 6
 _OPSET = 13
 
 
-def quantize_into(vectors: FloatArray, out: CodeArray) -> FloatArray:
+def quantize_into(vectors: FloatArray, out: CodeArray, scratch: FloatArray | None = None) -> FloatArray:
     """Code `vectors` (n x dim) into `out` (n x dim, e.g. a view of a run's buffer); returns the scales.
 
-    The cast writes straight into place: a separate cast and concatenation cost two more copies.
+    The rounding writes straight into place, through `scratch` (n x dim float32, reused across
+    calls) when given: a separate cast and concatenation cost two more copies, and fresh
+    temporaries page faults on every call.
     """
-    top = np.abs(vectors).max(axis=1) if vectors.size else np.zeros(len(vectors), dtype=np.float32)
+    work = scratch if scratch is not None and scratch.shape == vectors.shape else np.empty_like(vectors)
+    top = np.abs(vectors, out=work).max(axis=1) if vectors.size else np.zeros(len(vectors), dtype=np.float32)
     top = np.maximum(top, np.float32(1e-12))
-    scaled = vectors * (np.float32(CODE_LEVELS) / top)[:, None]
-    np.rint(scaled, out=scaled)
-    np.copyto(out, scaled, casting="unsafe")
+    np.multiply(vectors, (np.float32(CODE_LEVELS) / top)[:, None], out=work)
+    np.rint(work, out=out, casting="unsafe")  # rounds in float, then casts into place
     scales: FloatArray = (top / np.float32(CODE_LEVELS)).astype(np.float32)
     return scales
 

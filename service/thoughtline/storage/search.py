@@ -16,7 +16,7 @@ import apsw
 
 from thoughtline.domain.thread_names import name_key
 from thoughtline.domain.vector_keys import VECTOR_SLOTS, vector_key
-from thoughtline.storage import embedder_ids
+from thoughtline.storage import embedder_ids, vector_scan
 
 STATUSES = ("active", "paused", "completed", "abandoned")
 
@@ -327,8 +327,8 @@ def vector_state(conn: apsw.Connection) -> tuple[int, int]:
 
 
 def vector_count(conn: apsw.Connection) -> int:
-    """How many vectors are stored (a long thought has several)."""
-    return int(_one(conn, "SELECT count(*) FROM thought_vectors"))
+    """How many vectors are stored (a long thought has several); cheap at any size (`vector_scan`)."""
+    return vector_scan.vector_count(conn)
 
 
 def vectors_after(conn: apsw.Connection, after_key: int) -> list[tuple[int, bytes]]:

@@ -1,0 +1,238 @@
+"""Reading a store's vectors into runs of int8 codes: vec0's chunks for a full load, rows for appends.
+
+A full load reads vec0's chunk tables (`storage/vector_scan.py`), codes each chunk as it comes
+and packs every PACK_RUN vectors for onnxruntime on a worker thread, so all the floats are never
+in memory at once. Appends (and stores of an unknown vec0 layout) read rows of the virtual table.
+Both sum each sequence's whole-thought vectors on the way, for the sequence norms (`dense.py`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import apsw
+import numpy as np
+from numpy.typing import NDArray
+
+from thoughtline.domain.vector_keys import VECTOR_SLOTS
+from thoughtline.library.int8_product import (
+    CodeArray,
+    FloatArray,
+    PackedCodes,
+    Queries,
+    columns_of,
+    dot_codes,
+    quantize,
+    quantize_into,
+)
+from thoughtline.storage import vector_scan
+
+IntArray = NDArray[np.int64]
+# A run of at least this many codes is packed for onnxruntime (numpy's float product over codes
+# costs ~1 µs a vector; the packed one ~40 ns). Appends collect in open runs until then.
+SEAL = 4096
+# A full load packs this many vectors at a time, which bounds its transient copy (~24 MB).
+PACK_RUN = 65536
+MAX_OPEN = 8
+BATCH = 8192
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run of vectors' codes: open (numpy, row-major) until packed for onnxruntime."""
+
+    scales: FloatArray
+    codes: CodeArray | None = None  # n x dim while open
+    packed: PackedCodes | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.scales)
+
+    @property
+    def nbytes(self) -> int:
+        if self.packed is not None:
+            return self.packed.nbytes
+        return int(self.scales.nbytes) + (int(self.codes.nbytes) if self.codes is not None else 0)
+
+    def dot(self, queries: Queries) -> FloatArray:
+        if self.packed is not None:
+            return self.packed.dot(queries)
+        assert self.codes is not None
+        return dot_codes(self.codes, self.scales, queries)
+
+
+def _pack(runs: Sequence[Run]) -> Run:
+    return _packed(np.vstack([r.codes for r in runs if r.codes is not None]), np.concatenate([r.scales for r in runs]))
+
+
+def merge_open(runs: list[Run]) -> list[Run]:
+    """Packs a long enough tail of open runs, and merges open runs beyond MAX_OPEN."""
+    first_open = next((i for i, r in enumerate(runs) if r.packed is None), len(runs))
+    sealed, tail = runs[:first_open], runs[first_open:]
+    if sum(r.size for r in tail) >= SEAL:
+        return [*sealed, _pack(tail)]
+    if len(tail) > MAX_OPEN:
+        merged = Run(
+            np.concatenate([r.scales for r in tail]), codes=np.vstack([r.codes for r in tail if r.codes is not None])
+        )
+        return [*sealed, merged]
+    return runs
+
+
+@dataclass
+class Loaded:
+    """What one full load or append read: runs of codes, keys in column order, whole vectors' sums."""
+
+    runs: list[Run] = field(default_factory=list)
+    keys: list[IntArray] = field(default_factory=list)
+    whole_keys: list[IntArray] = field(default_factory=list)  # thought ids of whole vectors
+    whole_seqs: list[IntArray] = field(default_factory=list)
+    whole_vectors: list[FloatArray] = field(default_factory=list)  # kept only by appends
+    sums: FloatArray | None = None  # full loads: per sequence of `seq_ids`, summed as read
+    seq_ids: IntArray | None = None
+
+
+def distinct(values: IntArray) -> IntArray:
+    """The sorted distinct values (np.unique imports numpy.ma on first use: 75-110 ms of a first search)."""
+    ordered = np.sort(values)
+    out: IntArray = ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
+    return out
+
+
+def _accumulate(sums: FloatArray, rows: NDArray[np.intp], vectors: FloatArray) -> None:
+    """sums[rows[i]] += vectors[i], by runs: a store's whole vectors come mostly a sequence at a time
+    (np.add.at row by row cost ~10x more)."""
+    if not len(rows):
+        return
+    runs = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+    np.add.at(sums, rows[runs], np.add.reduceat(vectors, runs, axis=0))
+
+
+def _add_whole(out: Loaded, keys: IntArray, seqs: IntArray, vectors: FloatArray) -> None:
+    whole = (keys % VECTOR_SLOTS) == 0
+    out.whole_keys.append(keys[whole] // VECTOR_SLOTS)
+    out.whole_seqs.append(seqs[whole])
+    if out.sums is not None and out.seq_ids is not None:
+        _accumulate(out.sums, np.searchsorted(out.seq_ids, seqs[whole]), vectors[whole])
+    else:
+        out.whole_vectors.append(vectors[whole])
+
+
+def sequences_of_thoughts(conn: apsw.Connection, dim: int) -> tuple[IntArray, IntArray, Loaded]:
+    """Every thought's id and sequence (in id order), and an empty load that sums whole vectors per sequence."""
+    rows = vector_scan.thought_sequences(conn)
+    # fromiter over the flattened pairs: np.asarray of 100k tuples took 4x as long.
+    pairs = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=2 * len(rows)).reshape(-1, 2)
+    pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
+    thought_ids, thought_seqs = pairs[:, 0], pairs[:, 1]
+    seq_ids = distinct(thought_seqs)
+    return thought_ids, thought_seqs, Loaded(sums=np.zeros((len(seq_ids), dim), dtype=np.float32), seq_ids=seq_ids)
+
+
+def _packed(codes: CodeArray, scales: FloatArray) -> Run:
+    return Run(scales, packed=PackedCodes(columns_of(codes), scales))
+
+
+class _RunBuffer:
+    """Codes of a full load as they are read, packed for onnxruntime every PACK_RUN vectors.
+
+    Packing runs on one worker thread while the next run is read and coded: onnxruntime and the
+    transpose leave the GIL, so on two idle cores a 100k-thought load overlaps the two halves.
+    """
+
+    def __init__(self, dim: int, pool: ThreadPoolExecutor) -> None:
+        self.dim, self.pool = dim, pool
+        self.codes = np.empty((PACK_RUN, dim), dtype=np.int8)
+        self.scales: list[FloatArray] = []
+        self.used = 0
+        self.runs: list[Future[Run]] = []
+        self.scratch = np.empty((0, dim), dtype=np.float32)
+
+    def add(self, vectors: FloatArray) -> None:
+        while len(vectors):
+            if self.used == len(self.codes):
+                self.seal()
+            part = vectors[: len(self.codes) - self.used]
+            if self.scratch.shape != part.shape:
+                self.scratch = np.empty(part.shape, dtype=np.float32)
+            self.scales.append(quantize_into(part, self.codes[self.used : self.used + len(part)], self.scratch))
+            self.used += len(part)
+            vectors = vectors[len(part) :]
+
+    def seal(self) -> None:
+        if self.used:
+            self.runs.append(self.pool.submit(_packed, self.codes[: self.used], np.concatenate(self.scales)))
+            self.codes = np.empty((PACK_RUN, self.dim), dtype=np.int8)
+            self.scales, self.used = [], 0
+
+    def finish(self) -> list[Run]:
+        if not self.runs and 0 < self.used < SEAL:
+            # A small store stays in numpy: no onnxruntime session for a few thousand vectors.
+            return [Run(np.concatenate(self.scales), codes=self.codes[: self.used].copy())]
+        self.seal()
+        return [run.result() for run in self.runs]
+
+
+def load_chunks(conn: apsw.Connection, dim: int) -> Loaded:
+    """Every vector, read from vec0's chunk tables and coded as it comes (never all floats at once)."""
+    thought_ids, thought_seqs, out = sequences_of_thoughts(conn, dim)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-pack") as pool:
+        buffer = _RunBuffer(dim, pool)
+        for chunk in vector_scan.vector_chunks(conn):
+            if len(chunk.vectors) != 4 * dim * chunk.size:
+                raise ValueError(f"vec0 chunk of {chunk.size} vectors is not of {dim} floats")
+            bits = np.unpackbits(np.frombuffer(chunk.validity, dtype=np.uint8), bitorder="little")[: chunk.size]
+            valid = bits.astype(bool)
+            keys = np.frombuffer(chunk.keys, dtype=np.int64)
+            vectors = np.frombuffer(chunk.vectors, dtype=np.float32).reshape(chunk.size, dim)
+            if not valid.all():
+                keys, vectors = keys[valid], vectors[valid]
+            # A vector whose thought is gone (not possible inside one snapshot: a trigger deletes
+            # both) would have no sequence; it is dropped rather than guessed.
+            owner = keys // VECTOR_SLOTS
+            at = np.minimum(np.searchsorted(thought_ids, owner), max(len(thought_ids) - 1, 0))
+            known = thought_ids[at] == owner if len(thought_ids) else np.zeros(len(keys), dtype=bool)
+            if not known.all():
+                keys, vectors, at = keys[known], vectors[known], at[known]
+            if not len(keys):
+                continue
+            out.keys.append(keys.copy())
+            _add_whole(out, keys, thought_seqs[at], vectors)
+            buffer.add(vectors)
+        out.runs = buffer.finish()
+    return out
+
+
+def load_rows(conn: apsw.Connection, after_key: int, out: Loaded) -> Loaded:
+    """Vectors above `after_key` through the vec0 table (appends, and stores of another layout)."""
+    for rows in vector_scan.vectors_with_sequence_batches(conn, after_key, BATCH):
+        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        seqs = np.fromiter((r[2] for r in rows), dtype=np.int64, count=len(rows))
+        vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        out.keys.append(keys)
+        _add_whole(out, keys, seqs, vectors)
+        codes, scales = quantize(vectors)
+        # Full batches are packed as they come (a full load through this path never holds two
+        # copies of every code); a short last batch stays open for `merge_open`.
+        out.runs.append(_packed(codes, scales) if len(rows) >= SEAL and after_key == 0 else Run(scales, codes=codes))
+    return out
+
+
+def sequence_sums(loaded: Loaded) -> tuple[IntArray, FloatArray]:
+    """Sequence ids and the sums of their whole vectors, from what a row read kept."""
+    seqs = np.concatenate(loaded.whole_seqs) if loaded.whole_seqs else np.zeros(0, dtype=np.int64)
+    ids = distinct(seqs)
+    inverse = np.searchsorted(ids, seqs)
+    dim = loaded.whole_vectors[0].shape[1] if loaded.whole_vectors else 0
+    sums = np.zeros((len(ids), dim), dtype=np.float32)
+    if len(seqs):
+        np.add.at(sums, inverse, np.vstack(loaded.whole_vectors))
+    return ids, sums
+
+
+def concat(parts: list[IntArray]) -> IntArray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
