@@ -40,7 +40,8 @@ from thoughtline.mcp.library_tools import Library
 from thoughtline.mcp.proposal_tools import ProposalTools
 from thoughtline.mcp.thread_tools import ThreadTools
 from thoughtline.mcp.tools import ToolRegistry, ToolSpec, core_tools
-from thoughtline.oauth import OAuthDoor, build_oauth
+from thoughtline.oauth import CimdPolicy, OAuthDoor, build_oauth
+from thoughtline.pages import LibraryPages
 from thoughtline.storage import migrations
 from thoughtline.storage.faults import StorageError, caller_text
 from thoughtline.storage.migrations import SchemaTooNewError
@@ -70,6 +71,7 @@ class Extras:
     verifier: TokenVerifier | None = None
     resources: dict[str, tuple[types.Resource, str]] = field(default_factory=dict)
     extensions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cimd: CimdPolicy | None = None  # how the door fetches client metadata documents (tests: a loopback CA)
 
 
 def build_mcp_server(registry: ToolRegistry, extras: Extras) -> Server[Any]:
@@ -155,11 +157,13 @@ def _allowed_hosts(settings: Settings) -> list[str]:
     return hosts
 
 
-def _with_oauth_door(settings: Settings, clock: Clock, extras: Extras) -> tuple[Extras, OAuthDoor | None]:
-    """Mount the OAuth door (issue 3) unless the caller brought its own verifier (tests do)."""
+def _with_oauth_door(
+    settings: Settings, clock: Clock, extras: Extras, pages: LibraryPages
+) -> tuple[Extras, OAuthDoor | None]:
+    """Mount the OAuth door (issue 3) unless the caller brought its own verifier."""
     if extras.verifier is not None:
         return extras, None
-    door = build_oauth(settings, clock)
+    door = build_oauth(settings, clock, cimd=extras.cimd, library_signed_in=pages.signin.github_signed_in)
     return dataclasses.replace(extras, routes=[*extras.routes, *door.routes], verifier=door.verify), door
 
 
@@ -206,7 +210,8 @@ def create_app(
     sends every compat request through the SDK's session machinery (tests compare the two paths).
     """
     clock = clock or SystemClock()
-    extras, oauth_door = _with_oauth_door(settings, clock, extras or Extras())
+    pages = LibraryPages(settings, clock)
+    extras, oauth_door = _with_oauth_door(settings, clock, extras or Extras(), pages)
     router = StoreRouter(
         settings.data_dir,
         settings.journal,
@@ -315,6 +320,7 @@ def create_app(
                     await sweeper
                 await library.close()  # one running batch, not the whole backlog
                 await router.close_all()
+                pages.close()
                 if oauth_door is not None:
                     await oauth_door.aclose()
 
@@ -323,6 +329,7 @@ def create_app(
         Route("/healthz", healthz, methods=["GET"]),
         Route("/mcp", modern),
         Route("/mcp-compat", compat),
+        *pages.routes(registry, oauth_door),
         *extras.routes,
     ]
     app = Starlette(

@@ -1,0 +1,164 @@
+"""The library in a browser (SPEC §9): the `/library` route group and how it is signed into.
+
+`LibraryPages(settings, clock)` is built before the OAuth door (the door's GitHub callback hands
+library sign-ins to it); `routes(registry, door)` gives the routes to mount. Every page and
+action runs through `_guarded`: no session, no page; a change needs the session's CSRF token and
+a same-origin Origin; a refusal from the library is shown with its code and a fitting status.
+With `THOUGHTLINE_LIBRARY=off` only signing in and reading a sequence by its id remain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from thoughtline.clock import Clock
+from thoughtline.config import Settings
+from thoughtline.oauth import OAuthDoor
+from thoughtline.pages import actions, views
+from thoughtline.pages.gate import CookieAuth, as_session
+from thoughtline.pages.layout import SECURITY_HEADERS, message_page
+from thoughtline.pages.session import Session, Sessions
+from thoughtline.pages.signin import SignIn
+from thoughtline.pages.source import Refused, Registry, Source
+from thoughtline.storage.signin import SigninStore
+from thoughtline.ui_assets import ui_file
+
+View = Callable[[Request, Session, Source], Awaitable[Response]]
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+CONFLICTS = frozenset({"thread_exists", "thread_archived", "branch_conflict", "idempotency_conflict"})
+# The two assets, each one file of ours assembled from ui/: the shared renderer comes first.
+ASSET_PARTS = {
+    "library.css": (("process.css", "library.css"), "text/css; charset=utf-8"),
+    "library.js": (("render.js", "library.js"), "text/javascript; charset=utf-8"),
+}
+
+
+def refusal_status(code: str) -> int:
+    """The HTTP status of a library refusal: 404 for a missing thing, 409 for a clash, else 400."""
+    if code.endswith("_not_found"):
+        return 404
+    if code in CONFLICTS:
+        return 409
+    return 503 if code == "storage_error" else 400
+
+
+class LibraryPages:
+    """The sign-in machinery and, once the tool registry exists, the page routes."""
+
+    def __init__(self, settings: Settings, clock: Clock, data_dir: Path | None = None) -> None:
+        self.settings = settings
+        self.store = SigninStore(data_dir or settings.data_dir, settings.journal)
+        self.sessions = Sessions(self.store, clock)
+        self.auth = CookieAuth(self.sessions, settings.public_url)
+        self.signin = SignIn(self.sessions, self.auth, settings)
+
+    def _guarded(self, view: View, source: Source, *, write: bool) -> Endpoint:
+        auth = self.auth
+
+        async def endpoint(request: Request) -> Response:
+            session = auth.session(request)
+            if session is None:
+                if write:
+                    return message_page("Not signed in", "Sign in again: run `thoughtline open`.", status=401)
+                return RedirectResponse("/library/signin", status_code=303)
+            if write:
+                refusal = await auth.write_refusal(request, session)
+                if refusal is not None:
+                    return message_page("Request refused", refusal, status=403, session=session)
+
+            async def run() -> Response:
+                try:
+                    return await view(request, session, source)
+                except Refused as refused:
+                    text = f"{refused.code}: {refused.message}"
+                    status = refusal_status(refused.code)
+                    return message_page("That did not work", text, status=status, session=session)
+
+            return await as_session(session, run)
+
+        return endpoint
+
+    def routes(self, registry: Registry, door: OAuthDoor | None) -> list[BaseRoute]:
+        """The `/library` routes over the tool registry; fewer with the library off."""
+        source = Source(registry)
+
+        def page(view: View) -> Endpoint:
+            return self._guarded(view, source, write=False)
+
+        def act(view: View) -> Endpoint:
+            return self._guarded(view, source, write=True)
+
+        sequence_steps = dict.fromkeys(actions.SEQUENCE_STEPS, act(actions.lifecycle))
+        routes: list[BaseRoute] = [
+            Route("/library/signin", self.signin.page, methods=["GET"]),
+            Route(
+                "/library/signin/github",
+                self.signin.github_start(door.library_start if door else None),
+                methods=["POST"],
+            ),
+            Route("/library/signout", self.signin.signout, methods=["POST"]),
+            *(_asset(name) for name in ASSET_PARTS),
+            Route("/library/sequences/{sequence_id}", page(views.sequence_page), methods=["GET"]),
+        ]
+        if not self.settings.library:
+            return [*routes, Route("/library/sequences/{sequence_id}/{step}", _steps(sequence_steps), methods=["POST"])]
+        sequence_steps.update(dict.fromkeys(("pin", "unpin"), act(actions.membership)))
+        return [
+            *routes,
+            Route("/library/sequences/{sequence_id}/{step}", _steps(sequence_steps), methods=["POST"]),
+            Route("/library", page(views.library_page), methods=["GET"]),
+            Route("/library/threads", page(views.threads_page), methods=["GET"]),
+            Route("/library/threads", act(actions.create_thread), methods=["POST"]),
+            Route("/library/threads/{name}", page(views.thread_page), methods=["GET"]),
+            Route(
+                "/library/threads/{name}/{step}",
+                _steps(dict.fromkeys(actions.THREAD_STEPS, act(actions.thread_step))),
+                methods=["POST"],
+            ),
+            Route("/library/proposals", page(views.proposals_page), methods=["GET"]),
+            Route(
+                "/library/proposals/{proposal_id}/{step}",
+                _steps(dict.fromkeys(("accept", "reject"), act(actions.review))),
+                methods=["POST"],
+            ),
+        ]
+
+    def close(self) -> None:
+        """Close the sign-in database's kept connection."""
+        self.store.close()
+
+
+def _steps(table: dict[str, Endpoint]) -> Endpoint:
+    """One route for `.../{step}`: the step's endpoint, or 404 for a step that does not exist."""
+
+    async def run(request: Request) -> Response:
+        endpoint = table.get(request.path_params.get("step", ""))
+        if endpoint is None:
+            return message_page("Not found", "That action does not exist here.", status=404)
+        return await endpoint(request)
+
+    return run
+
+
+def _asset(name: str) -> Route:
+    parts, media = ASSET_PARTS[name]
+    body = "\n".join(ui_file(part) for part in parts).encode()
+    etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
+    headers = {"ETag": etag, "Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
+
+    async def serve(request: Request) -> Response:
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type=media, headers=headers)
+
+    return Route(f"/library/assets/{name}", serve, methods=["GET"])
+
+
+__all__ = ["SECURITY_HEADERS", "LibraryPages", "refusal_status"]
