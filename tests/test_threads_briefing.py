@@ -54,6 +54,8 @@ async def test_events_come_from_tags_and_the_final_thought_and_revision_fallback
     }
     assert set(brief["thread"]) == {
         "name",
+        "type",
+        "typeSource",
         "description",
         "headline",
         "status",

@@ -24,6 +24,8 @@ def app(settings: Settings) -> Iterator[Served]:
 THREAD_FIELDS = {
     "name",
     "description",
+    "type",
+    "typeSource",
     "status",
     "lifecycle",
     "memberCount",

@@ -7,12 +7,13 @@ other problem is refused with `invalid_input` naming the field and what it shoul
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
 from thoughtline.domain.thread_state import DerivedEventKind, TaggedEventKind
+from thoughtline.domain.thread_types import THREAD_TYPES, ThreadType
 from thoughtline.errors import invalid
 
 MAX_THOUGHT_CHARS = 20_000
@@ -26,9 +27,13 @@ DEFAULT_HISTORY_CHARS = 60_000
 MAX_THREADS_PER_CALL = 16
 MAX_KIND_CHARS = 64
 MAIN_BRANCH = "main"
+MAX_DESCRIPTION = 2_000
+PROPOSAL_PREFIX = "prp_"
 # Thought-level events a caller may tag (SPEC §5.3); `conclusion` and `update` are derived only.
 EVENT_KINDS: tuple[str, ...] = get_args(TaggedEventKind)
 DERIVED_EVENT_KINDS: tuple[str, ...] = get_args(DerivedEventKind)
+
+_THREAD_TYPE_OF: dict[str, ThreadType] = {kind: kind for kind in get_args(ThreadType)}
 
 SEQUENCE_ID_RE = re.compile(r"^seq_[0-9a-f]{32}$")
 _INT_RE = re.compile(r"^\s*[+]?\d{1,12}\s*$")
@@ -118,6 +123,59 @@ def coerce_branch_id(args: Mapping[str, Any], field: str, *, allow_main: bool) -
     if value is not None and value == MAIN_BRANCH and not allow_main:
         raise invalid(f"'{field}' cannot be 'main': that name is reserved for the main path; pick another.")
     return value
+
+
+def one_of(value: object, field: str, choices: Sequence[str]) -> str:
+    """`value` when it is one of `choices`, else `invalid_input` listing them (the one "must be one of" rule)."""
+    if not isinstance(value, str) or value not in choices:
+        raise invalid(f"'{field}' must be one of {', '.join(choices)}; got {str(value)[:30]!r}.")
+    return value
+
+
+def optional_one_of(args: Mapping[str, Any], field: str, choices: Sequence[str]) -> str | None:
+    """An optional field that must be one of `choices` when present."""
+    value = args.get(field)
+    return None if value is None else one_of(value, field, choices)
+
+
+def parse_thread_type(value: object, field: str = "type") -> ThreadType:
+    """A thread type a user sets: work, case, relationship or topic."""
+    return _THREAD_TYPE_OF[one_of(value, field, THREAD_TYPES)]
+
+
+def require_confirm(args: Mapping[str, Any], why: str) -> None:
+    """A destructive call needs `confirm: true` (or the string "true"); `why` says what it destroys."""
+    confirm = args.get("confirm")
+    if confirm is not True and confirm != "true":
+        raise invalid(f"'confirm' must be true: {why}, so it must be asked for explicitly.")
+
+
+def parse_description(args: Mapping[str, Any], *, required: bool) -> str | None:
+    """A thread's description (≤ 2,000 printable characters, newlines fine), stripped; None when absent."""
+    value = args.get("description")
+    if value is None:
+        if required:
+            raise invalid("'description' is required: a sentence or two on what the thread is about.")
+        return None
+    if not isinstance(value, str):
+        raise invalid("'description' must be a string: what the thread is about.")
+    if len(value) > MAX_DESCRIPTION:
+        raise invalid(f"'description' is {len(value)} characters; the limit is {MAX_DESCRIPTION}, shorten it.")
+    if any(ch not in "\n\t" and (ord(ch) < 32 or ord(ch) == 0x7F) for ch in value):
+        raise invalid("'description' contains control characters; use printable text (newlines are fine).")
+    return value.strip()
+
+
+def parse_proposal_id(args: Mapping[str, Any]) -> int:
+    """The row a `proposalId` (prp_123, from review_proposals 'list') names."""
+    raw = coerce_str(args, "proposalId", max_chars=40)
+    if raw is None:
+        raise invalid("'proposalId' is required: the id review_proposals action 'list' returned.")
+    text = raw.strip()
+    digits = text[len(PROPOSAL_PREFIX) :] if text.startswith(PROPOSAL_PREFIX) else ""
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 18 or int(digits) == 0:
+        raise invalid(f"'proposalId' must look like prp_123 (from action 'list'); got {raw[:40]!r}.")
+    return int(digits)
 
 
 def reject_unknown(args: Mapping[str, Any], allowed: frozenset[str]) -> None:

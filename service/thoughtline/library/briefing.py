@@ -1,14 +1,16 @@
-"""Thread views: the thread object of `configure_thread` and the `thread_briefing` assembly.
+"""The `thread_briefing` assembly (SPEC §5.3), as a typed `Briefing`.
 
 Reads rows through `storage/threads.py` inside one read snapshot and applies the pure rules of
-`domain/thread_state.py` (events, open items, state, lifecycle); nothing here writes.
+`domain/thread_state.py` (events, open items, state, lifecycle) and `domain/thread_types.py`;
+nothing here writes, and nothing here knows a wire shape: `wire/threads.py` renders the JSON both
+surfaces send, the MCP layer adds the readable text.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import apsw
 
@@ -24,41 +26,56 @@ from thoughtline.domain.thread_state import (
     open_items,
     reduce_state,
 )
-from thoughtline.domain.wording import counted
+from thoughtline.domain.thread_types import ThreadType, thread_type
+from thoughtline.library.threads import Periods as Periods
+from thoughtline.library.threads import lifecycle_of
 from thoughtline.storage import threads as thread_store
-from thoughtline.storage.thoughts import iso
+from thoughtline.storage.router import UserStore
+from thoughtline.storage.threads import MemberRow
 
 MAX_DECISIONS = 10
 
 
 @dataclass(frozen=True)
-class Periods:
-    """How long a thread may go without activity before it is dormant, then closed (days)."""
+class BriefingThread:
+    """The thread as its briefing heads it (times in ms)."""
 
-    dormant_days: float = 14.0
-    closed_days: float = 45.0
-
-
-def thread_object(
-    conn: apsw.Connection, thread: thread_store.ThreadRow, now_ms: int, periods: Periods
-) -> dict[str, Any]:
-    """A thread as `configure_thread` returns it."""
-    stats = thread_store.thread_stats(conn, thread)
-    return {
-        "name": thread.name,
-        "description": thread.description,
-        "status": thread.status,
-        "lifecycle": _lifecycle(thread, stats.last_activity_at, now_ms, periods),
-        "memberCount": stats.member_count,
-        "pendingProposals": stats.pending_proposals,
-        "createdAt": iso(thread.created_at),
-        "updatedAt": iso(thread.updated_at),
-        "lastActivityAt": iso(stats.last_activity_at),
-    }
+    name: str
+    description: str
+    headline: str
+    type: ThreadType
+    type_set: bool
+    status: str
+    lifecycle: Lifecycle
+    state: State
+    member_count: int
+    last_activity_at: int
 
 
-def _lifecycle(thread: thread_store.ThreadRow, last_ms: int, now_ms: int, periods: Periods) -> Lifecycle:
-    return lifecycle(thread.archived, last_ms, now_ms, periods.dormant_days, periods.closed_days)
+@dataclass(frozen=True)
+class ChangedSince:
+    """What changed after `since`: new events (newest first, limited) and members, the state then and now."""
+
+    since: int
+    new_events: tuple[Event, ...]
+    new_event_count: int
+    new_members: tuple[MemberRow, ...]
+    state_then: State
+    state_now: State
+
+
+@dataclass(frozen=True)
+class Briefing:
+    """A thread's briefing; every event list is newest first and every event text clipped to 280."""
+
+    thread: BriefingThread
+    open_blockers: tuple[Event, ...]
+    open_questions: tuple[Event, ...]
+    decisions: tuple[Event, ...]
+    latest_conclusion: Event | None
+    events: tuple[Event, ...]
+    members: tuple[MemberRow, ...]
+    changed_since: ChangedSince | None = None
 
 
 def thread_events(rows: Sequence[thread_store.EventRow]) -> list[Event]:
@@ -71,32 +88,13 @@ def thread_events(rows: Sequence[thread_store.EventRow]) -> list[Event]:
     return events
 
 
-def event_dict(event: Event) -> dict[str, Any]:
-    """An event on the wire."""
-    return {
-        "kind": event.kind,
-        "at": iso(event.at),
-        "sequenceId": event.sequence_id,
-        "thoughtNumber": event.thought_number,
-        "branchId": event.branch_id,
-        "text": clip(event.text, MAX_EVENT_TEXT),
-    }
+def _shown(event: Event) -> Event:
+    return dataclasses.replace(event, text=clip(event.text, MAX_EVENT_TEXT))
 
 
-def _newest_first(events: Sequence[Event], limit: int | None = None) -> list[dict[str, Any]]:
+def _newest_first(events: Sequence[Event], limit: int | None = None) -> tuple[Event, ...]:
     ordered = list(reversed(events))
-    return [event_dict(e) for e in (ordered if limit is None else ordered[:limit])]
-
-
-def _member_dict(member: thread_store.MemberRow) -> dict[str, Any]:
-    return {
-        "sequenceId": member.sequence_id,
-        "title": member.title,
-        "status": member.status,
-        "updatedAt": iso(member.updated_at),
-        "addedBy": member.added_by,
-        "addedAt": iso(member.joined_at),
-    }
+    return tuple(_shown(e) for e in (ordered if limit is None else ordered[:limit]))
 
 
 def briefing(
@@ -107,49 +105,65 @@ def briefing(
     periods: Periods,
     events_limit: int,
     since_ms: int | None = None,
-) -> dict[str, Any]:
-    """The structured `thread_briefing` of one thread."""
+) -> Briefing:
+    """The briefing of one thread (inside the caller's read snapshot)."""
     members = thread_store.members(conn, thread.rowid)
     events = thread_events(thread_store.event_rows(conn, thread.rowid))
     last_ms = thread_store.last_activity(conn, thread)
-    life = _lifecycle(thread, last_ms, now_ms, periods)
+    life = lifecycle_of(thread, last_ms, now_ms, periods)
     items = open_items(events)
     state = reduce_state(events, life, items)
-    decisions = [e for e in events if e.kind == "decision"]
+    kind, kind_set = thread_type(thread.type, {e.kind for e in events})
     conclusions = [e for e in events if e.kind == "conclusion"]
-    result: dict[str, Any] = {
-        "thread": {
-            "name": thread.name,
-            "description": thread.description,
-            "headline": headline(thread.description, events, thread.name),
-            "status": thread.status,
-            "lifecycle": life,
-            "state": state,
-            "memberCount": len(members),
-            "lastActivityAt": iso(last_ms),
-        },
-        "openBlockers": _newest_first(items.blockers),
-        "openQuestions": _newest_first(items.questions),
-        "decisions": _newest_first(decisions, MAX_DECISIONS),
-        "latestConclusion": event_dict(conclusions[-1]) if conclusions else None,
-        "events": _newest_first(events, events_limit),
-        "members": [_member_dict(m) for m in members],
-    }
+    head = BriefingThread(
+        name=thread.name,
+        description=thread.description,
+        headline=headline(thread.description, events, thread.name),
+        type=kind,
+        type_set=kind_set,
+        status=thread.status,
+        lifecycle=life,
+        state=state,
+        member_count=len(members),
+        last_activity_at=last_ms,
+    )
+    changed = None
     if since_ms is not None:
-        result["changedSince"] = _changed_since(conn, thread, members, events, since_ms, periods, state, events_limit)
-    return result
+        changed = _changed_since(conn, thread, members, events, since_ms, periods, state, events_limit)
+    return Briefing(
+        thread=head,
+        open_blockers=_newest_first(items.blockers),
+        open_questions=_newest_first(items.questions),
+        decisions=_newest_first([e for e in events if e.kind == "decision"], MAX_DECISIONS),
+        latest_conclusion=_shown(conclusions[-1]) if conclusions else None,
+        events=_newest_first(events, events_limit),
+        members=tuple(members),
+        changed_since=changed,
+    )
+
+
+async def read_briefing(
+    store: UserStore, name: str, *, now_ms: int, periods: Periods, events_limit: int, since_ms: int | None = None
+) -> Briefing:
+    """The briefing of the thread named `name` (any case), or `thread_not_found`."""
+
+    def read(conn: apsw.Connection) -> Briefing:
+        thread = thread_store.require_thread(conn, name)
+        return briefing(conn, thread, now_ms=now_ms, periods=periods, events_limit=events_limit, since_ms=since_ms)
+
+    return await store.read(read)
 
 
 def _changed_since(
     conn: apsw.Connection,
     thread: thread_store.ThreadRow,
-    members: Sequence[thread_store.MemberRow],
+    members: Sequence[MemberRow],
     events: Sequence[Event],
     since_ms: int,
     periods: Periods,
     state_now: State,
     events_limit: int,
-) -> dict[str, Any]:
+) -> ChangedSince:
     """What changed after `since_ms`: new events and members, and the state then and now.
 
     The state then is the reducer over the events of the sequences that were members by then,
@@ -163,49 +177,11 @@ def _changed_since(
     archived_then = thread.archived and thread.updated_at <= since_ms
     last_then = thread_store.last_activity(conn, thread, until_ms=since_ms)
     life_then = lifecycle(archived_then, min(last_then, since_ms), since_ms, periods.dormant_days, periods.closed_days)
-    return {
-        "since": iso(since_ms),
-        "newEvents": _newest_first(new_events, events_limit),
-        "newEventCount": len(new_events),
-        "newMembers": [_member_dict(m) for m in sorted(new_members, key=lambda m: m.joined_at, reverse=True)],
-        "stateThen": reduce_state(then_events, life_then),
-        "stateNow": state_now,
-    }
-
-
-def render_briefing(result: dict[str, Any]) -> str:
-    """A readable briefing: the thread line, open items, decisions, recent events, members."""
-    t = result["thread"]
-    lines = [
-        f"Thread {t['name']!r} · {t['lifecycle']} · {t['state']} · {counted(t['memberCount'], 'sequence')}",
-        t["headline"],
-    ]
-
-    def block(title: str, events: list[dict[str, Any]]) -> None:
-        if events:
-            lines.extend(["", title])
-            lines.extend(
-                f"- {e['at'][:10]} {e['kind']}: {e['text']} ({e['sequenceId']} #{e['thoughtNumber']})" for e in events
-            )
-
-    block("Open blockers:", result["openBlockers"])
-    block("Open questions:", result["openQuestions"])
-    block("Decisions:", result["decisions"])
-    if result["latestConclusion"] is not None:
-        block("Latest conclusion:", [result["latestConclusion"]])
-    block("Recent events:", result["events"])
-    if result["members"]:
-        lines.extend(["", "Members:"])
-        lines.extend(
-            f"- {m['sequenceId']} [{m['status']}] {m['title']} (added by {m['addedBy']})" for m in result["members"]
-        )
-    changed = result.get("changedSince")
-    if changed is not None:
-        lines.extend(
-            [
-                "",
-                f"Since {changed['since']}: {changed['newEventCount']} new events, {len(changed['newMembers'])} new "
-                f"members; state {changed['stateThen']} → {changed['stateNow']}.",
-            ]
-        )
-    return "\n".join(lines)
+    return ChangedSince(
+        since=since_ms,
+        new_events=_newest_first(new_events, events_limit),
+        new_event_count=len(new_events),
+        new_members=tuple(sorted(new_members, key=lambda m: m.joined_at, reverse=True)),
+        state_then=reduce_state(then_events, life_then),
+        state_now=state_now,
+    )

@@ -11,12 +11,24 @@ from typing import Any
 import mcp_types as types
 
 from thoughtline.domain import arguments
+from thoughtline.domain.arguments import MAX_DESCRIPTION
 from thoughtline.domain.thread_names import MAX_NAME
+from thoughtline.domain.thread_types import THREAD_TYPES
 from thoughtline.mcp.schema_parts import closed_input, record, tool_annotations
 from thoughtline.mcp.schemas import nullable
 
-CONFIGURE_ACTIONS = ("list", "create", "rename", "set_description", "archive", "unarchive", "delete", "pin", "unpin")
-MAX_DESCRIPTION = 2_000
+CONFIGURE_ACTIONS = (
+    "list",
+    "create",
+    "rename",
+    "set_description",
+    "archive",
+    "unarchive",
+    "delete",
+    "pin",
+    "unpin",
+    "set_type",
+)
 MAX_EVENTS = 100
 DEFAULT_EVENTS = 20
 LIFECYCLES = ["active", "dormant", "closed"]
@@ -27,7 +39,8 @@ CONFIGURE_DESCRIPTION = """Create and curate threads: named, long-running topics
 
 action: list (includeArchived) | create (name, description) | rename (name, newName) |
 set_description (name, description) | archive | unarchive (name) | delete (name, confirm: true) |
-pin / unpin (name, sequenceId). Names are 1-64 characters, unique case-insensitively. A sequence
+pin / unpin (name, sequenceId) | set_type (name, type: work, case, relationship or topic; until set,
+a thread's type is derived from its events). Names are 1-64 characters, unique case-insensitively. A sequence
 also joins threads when sequentialthinking is called with threads: [names]. Deleting a thread
 never deletes a sequence; archiving keeps its members but refuses new ones from sequentialthinking."""
 
@@ -42,11 +55,16 @@ NAME_SCHEMA: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MA
 _STATUS: dict[str, Any] = {"type": "string", "enum": ["active", "archived"]}
 _LIFECYCLE: dict[str, Any] = {"type": "string", "enum": LIFECYCLES}
 _STATE: dict[str, Any] = {"type": "string", "enum": STATES}
+_TYPE: dict[str, Any] = {"type": "string", "enum": list(THREAD_TYPES)}
+# Whether the user set the type, or it is derived from the thread's events (docs/threads.md).
+_TYPE_SOURCE: dict[str, Any] = {"type": "string", "enum": ["user", "derived"]}
 
 THREAD_OBJECT = record(
     {
         "name": {"type": "string"},
         "description": {"type": "string"},
+        "type": _TYPE,
+        "typeSource": _TYPE_SOURCE,
         "status": _STATUS,
         "lifecycle": _LIFECYCLE,
         "memberCount": {"type": "integer"},
@@ -102,6 +120,7 @@ def configure_tool() -> types.Tool:
                 "includeArchived": {"type": "boolean", "description": "With list: show archived threads too."},
                 "confirm": {"type": "boolean", "const": True, "description": "With delete: must be true."},
                 "sequenceId": {"type": "string", "pattern": "^seq_[0-9a-f]{32}$"},
+                "type": {**_TYPE, "description": "With set_type: what kind of thread this is."},
             },
             ["action"],
         ),
@@ -146,6 +165,8 @@ def briefing_tool() -> types.Tool:
             "name": shown["name"],
             "description": shown["description"],
             "headline": {"type": "string", "maxLength": 160},
+            "type": _TYPE,
+            "typeSource": _TYPE_SOURCE,
             "status": _STATUS,
             "lifecycle": _LIFECYCLE,
             "state": _STATE,

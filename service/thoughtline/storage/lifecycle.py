@@ -25,6 +25,7 @@ class SequenceSummary:
     parent_sequence_id: str | None
     created_at: int
     updated_at: int
+    rowid: int = 0
 
 
 def set_status(conn: apsw.Connection, sequence_id: str, status: str, now_ms: int) -> bool:
@@ -69,6 +70,44 @@ def list_sequences(
             parent_sequence_id=None if r[4] is None else str(r[4]),
             created_at=int(r[5]),
             updated_at=int(r[6]),
+        )
+        for r in found
+    ]
+
+
+def sequences_page(
+    conn: apsw.Connection, status: str | None, thread: str | None, after: tuple[int, int] | None, limit: int
+) -> list[SequenceSummary]:
+    """Like `list_sequences`, keyed for paging: the sequences after (updated_at, row id) `after`.
+
+    The key is (updated_at, id) descending, so a page boundary never repeats or skips a sequence
+    that did not change meanwhile; one updated while a client pages moves to the top.
+    """
+    found = conn.execute(
+        "SELECT public_id, title, status, thought_count, parent_public_id, created_at, updated_at, id "
+        "FROM sequences WHERE (?1 IS NULL OR status = ?1) "
+        "AND (?2 IS NULL OR updated_at < ?2 OR (updated_at = ?2 AND id < ?3)) "
+        "AND (?4 IS NULL OR id IN (SELECT m.sequence_id FROM thread_members m JOIN threads th ON th.id = m.thread "
+        "WHERE th.name_key = ?4)) "
+        "ORDER BY updated_at DESC, id DESC LIMIT ?5",
+        (
+            status,
+            None if after is None else after[0],
+            None if after is None else after[1],
+            None if thread is None else name_key(thread),
+            limit,
+        ),
+    )
+    return [
+        SequenceSummary(
+            sequence_id=str(r[0]),
+            title=str(r[1]),
+            status=str(r[2]),
+            thought_count=int(r[3]),
+            parent_sequence_id=None if r[4] is None else str(r[4]),
+            created_at=int(r[5]),
+            updated_at=int(r[6]),
+            rowid=int(r[7]),
         )
         for r in found
     ]

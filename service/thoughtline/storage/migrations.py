@@ -415,6 +415,13 @@ def _requeue_old_vectors(conn: apsw.Connection) -> None:
     conn.executemany("INSERT OR IGNORE INTO vector_queue(thought_id) VALUES (?)", [(t,) for t in stale])
 
 
+# Thread types (issue 18, SPEC §5.3): the type a user set on a thread; NULL means it is derived
+# from the thread's events on read (`domain/thread_types.py`), so it follows them until set.
+THREAD_TYPE = """
+ALTER TABLE threads ADD COLUMN type TEXT CHECK (type IS NULL OR type IN ('work', 'case', 'relationship', 'topic'));
+"""
+
+
 MIGRATIONS: Sequence[Migration] = (
     Migration("0001_core", _sql(CORE)),
     Migration("0002_search", _sql(SEARCH)),
@@ -424,6 +431,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("0006_sequence_origin", _sql(SEQUENCE_ORIGIN)),
     Migration("0008_store_identity", _sql(STORE_IDENTITY)),
     Migration("0007_search_ranking", _requeue_old_vectors),
+    Migration("0009_thread_type", _sql(THREAD_TYPE)),
 )
 
 

@@ -8,6 +8,7 @@ keeps their tables consistent when memberships change.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import apsw
@@ -16,7 +17,7 @@ from thoughtline.domain.thread_names import name_key
 from thoughtline.errors import DomainError
 from thoughtline.storage.thoughts import rows
 
-_THREAD_COLS = "id, name, description, status, created_at, updated_at"
+_THREAD_COLS = "id, name, description, status, created_at, updated_at, type"
 # Events are read up to this many characters of the thought; the briefing clips them to 280.
 _EVENT_TEXT_CHARS = 600
 
@@ -31,6 +32,7 @@ class ThreadRow:
     status: str
     created_at: int
     updated_at: int
+    type: str | None = None  # as the user set it; None: derived from the events on read
 
     @property
     def archived(self) -> bool:
@@ -177,6 +179,28 @@ def set_thread_status(conn: apsw.Connection, thread: ThreadRow, status: str, now
     if status != thread.status:
         conn.execute("UPDATE threads SET status = ?, updated_at = ? WHERE id = ?", (status, now_ms, thread.rowid))
     return require_thread(conn, thread.name)
+
+
+def set_thread_type(conn: apsw.Connection, thread: ThreadRow, kind: str, now_ms: int) -> ThreadRow:
+    """Set the type a user chose; setting the type a thread already has changes nothing."""
+    if kind != thread.type:
+        conn.execute("UPDATE threads SET type = ?, updated_at = ? WHERE id = ?", (kind, now_ms, thread.rowid))
+    return require_thread(conn, thread.name)
+
+
+def event_kinds(conn: apsw.Connection, thread_rowid: int, kinds: frozenset[str]) -> set[str]:
+    """Which of `kinds` the member thoughts of a thread carry as explicit events.
+
+    The thought filter repeats the WHERE of the partial index `thoughts_events` so it is used.
+    """
+    found = rows(
+        conn,
+        "SELECT DISTINCT t.event FROM thread_members m JOIN thoughts t ON t.sequence_id = m.sequence_id "
+        "WHERE m.thread = ?1 AND (t.event IS NOT NULL OR t.next_needed = 0 OR t.is_revision = 1) "
+        "AND t.event IN (SELECT value FROM json_each(?2))",
+        (thread_rowid, json.dumps(sorted(kinds))),
+    )
+    return {str(r[0]) for r in found}
 
 
 def delete_thread(conn: apsw.Connection, thread: ThreadRow) -> tuple[int, int]:

@@ -16,7 +16,8 @@ from thoughtline.domain.thread_names import name_key
 from thoughtline.errors import DomainError
 from thoughtline.storage.thoughts import get_sequence
 
-_THREAD_KEYS = ("id", "name", "description", "status", "created_at", "updated_at")
+# A thread's own type travels as `thread_type`: `type` names the record's kind.
+_THREAD_KEYS = ("id", "name", "description", "status", "created_at", "updated_at", "thread_type")
 _MEMBER_KEYS = ("thread", "sequence_id", "sequence_public_id", "added_by", "created_at")
 _REJECTION_KEYS = ("thread", "sequence_id", "sequence_public_id", "rejected_at")
 THREAD_RECORDS = ("thread", "thread_member", "thread_rejection")
@@ -39,7 +40,9 @@ def iter_export(conn: apsw.Connection) -> Iterator[dict[str, Any]]:
         "SELECT t.*, s.public_id FROM thoughts t JOIN sequences s ON s.id = t.sequence_id ORDER BY t.id"
     ):
         yield {"type": "thought", **_row_dict(conn, "thoughts", row)}
-    for row in conn.execute("SELECT id, name, description, status, created_at, updated_at FROM threads ORDER BY id"):
+    for row in conn.execute(
+        "SELECT id, name, description, status, created_at, updated_at, type FROM threads ORDER BY id"
+    ):
         yield {"type": "thread", **dict(zip(_THREAD_KEYS, row, strict=True))}
     for row in conn.execute(
         "SELECT m.thread, m.sequence_id, s.public_id, m.added_by, m.created_at FROM thread_members m "
@@ -169,9 +172,19 @@ def _import_thread(conn: apsw.Connection, rec: dict[str, Any]) -> int:
     found: list[tuple[int]] = list(conn.execute("SELECT id FROM threads WHERE name_key = ?", (name_key(name),)))
     if found:
         return found[0][0]
+    # `thread_type` is absent from exports made before threads had one: the type is then derived.
     conn.execute(
-        "INSERT INTO threads(name, name_key, description, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-        (name, name_key(name), rec["description"], rec["status"], rec["created_at"], rec["updated_at"]),
+        "INSERT INTO threads(name, name_key, description, status, created_at, updated_at, type) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            name,
+            name_key(name),
+            rec["description"],
+            rec["status"],
+            rec["created_at"],
+            rec["updated_at"],
+            rec.get("thread_type"),
+        ),
     )
     return conn.last_insert_rowid()
 

@@ -1,0 +1,103 @@
+"""Reading a sequence back one page at a time (SPEC §2.2), as a typed `HistoryPage`.
+
+Pages are keyed on the thought's position, so paging never skips or repeats a thought, and
+thoughts written while a client pages (ascending) appear on its later pages. Cursors are signed
+for this sequence, branch filter and order (`library/cursors.py`, purpose HISTORY), so a cursor
+that was edited, or that belongs to another sequence or another user's store, is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apsw
+
+from thoughtline.domain.arguments import HistoryInput
+from thoughtline.errors import DomainError, invalid
+from thoughtline.library import cursors
+from thoughtline.storage import history as history_store
+from thoughtline.storage import thoughts as store
+from thoughtline.storage.history import BranchSummary, ThoughtRow
+from thoughtline.storage.router import UserStore
+from thoughtline.storage.thoughts import SequenceRow
+
+
+@dataclass(frozen=True)
+class SequenceHeader:
+    """A sequence as history heads it: its row, its sub-agents, threads and branches."""
+
+    sequence: SequenceRow
+    child_sequence_ids: tuple[str, ...]
+    threads: tuple[str, ...]
+    branches: tuple[BranchSummary, ...]
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    """One page of a sequence: its header, the page's thoughts, and the cursor of the next page (or None)."""
+
+    header: SequenceHeader
+    thoughts: tuple[ThoughtRow, ...]
+    next_cursor: str | None
+
+
+def _after(secret: str, inp: HistoryInput) -> int | None:
+    """The position a cursor continues after (None without a cursor)."""
+    if inp.cursor is None:
+        return None
+    sequence_id, branch_id, order, position = cursors.read(secret, cursors.Purpose.HISTORY, inp.cursor, 4)
+    if sequence_id != inp.sequence_id:
+        raise invalid("'cursor' belongs to another sequence; use the cursor from this sequence's last page.")
+    if (branch_id, order) != (inp.branch_id, inp.order):
+        raise invalid(
+            f"'cursor' was issued for branchId={branch_id!r}, order={order!r}; pass the same values, "
+            "or start again without a cursor."
+        )
+    return int(position)
+
+
+def page(conn: apsw.Connection, inp: HistoryInput) -> HistoryPage:
+    """Read one page (inside the caller's read snapshot)."""
+    seq = store.get_sequence(conn, inp.sequence_id)
+    if seq is None:
+        raise DomainError(
+            "sequence_not_found",
+            f"no sequence {inp.sequence_id} in your store; check the id returned by sequentialthinking.",
+        )
+    secret = store.cursor_secret(conn)
+    after = _after(secret, inp)
+    branch: int | bool | None = True
+    if inp.branch_id is not None:
+        branch = history_store.branch_key_for(conn, seq.rowid, inp.branch_id)
+        if branch is False:
+            names = [b.name for b in history_store.branch_summaries(conn, seq.rowid)]
+            raise DomainError(
+                "branch_not_found",
+                f"branch '{inp.branch_id}' is not in this sequence (branches: {', '.join(names) or 'none'}); "
+                "use 'main' for the main path or omit branchId for everything.",
+            )
+    found = history_store.history_rows(conn, seq.rowid, branch, after, inp.order, inp.limit + 1)
+    shown: list[ThoughtRow] = []
+    chars = 0
+    for row in found[: inp.limit]:
+        if shown and chars + len(row.body) > inp.max_characters:
+            break
+        shown.append(row)
+        chars += len(row.body)
+    more = len(shown) < len(found)
+    next_cursor = None
+    if more and shown:
+        payload = [inp.sequence_id, inp.branch_id, inp.order, shown[-1].position]
+        next_cursor = cursors.issue(secret, cursors.Purpose.HISTORY, payload)
+    header = SequenceHeader(
+        sequence=seq,
+        child_sequence_ids=tuple(history_store.child_sequence_ids(conn, seq.public_id)),
+        threads=tuple(history_store.thread_names(conn, seq.rowid)),
+        branches=tuple(history_store.branch_summaries(conn, seq.rowid)),
+    )
+    return HistoryPage(header, tuple(shown), next_cursor)
+
+
+async def read_history(opened: UserStore, inp: HistoryInput) -> HistoryPage:
+    """One page of history in its own read snapshot."""
+    return await opened.read(lambda conn: page(conn, inp))

@@ -1,0 +1,122 @@
+"""Sequence operations outside the write path: listing, lifecycle actions and deletion (SPEC §2.3, §5.2).
+
+The one implementation behind `manage_sequence`, `delete_thought_sequence` and the REST sequence
+routes, with typed results. Listing pages with a signed cursor (`library/cursors.py`, purpose
+SEQUENCES) bound to its filters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apsw
+
+from thoughtline.domain.thread_names import name_key
+from thoughtline.errors import DomainError, invalid
+from thoughtline.library import cursors
+from thoughtline.storage import history as history_store
+from thoughtline.storage import lifecycle as lifecycle_store
+from thoughtline.storage import search as search_store
+from thoughtline.storage import thoughts as store
+from thoughtline.storage.history import ThoughtRow
+from thoughtline.storage.lifecycle import SequenceSummary
+from thoughtline.storage.router import UserStore
+from thoughtline.storage.thoughts import SequenceRow
+
+# The lifecycle actions and the status each one sets.
+TARGET_STATUS = {"pause": "paused", "resume": "active", "complete": "completed", "abandon": "abandoned"}
+LIFECYCLE_ACTIONS = tuple(TARGET_STATUS)
+
+
+@dataclass(frozen=True)
+class SequencePage:
+    """Most recently updated sequences first, and the cursor of the next page (None on the last)."""
+
+    sequences: tuple[SequenceSummary, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A sequence after a lifecycle action; `last_thought` only for resume (so an agent can continue)."""
+
+    action: str
+    sequence: SequenceRow
+    last_thought: ThoughtRow | None
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """What a delete removed; `deleted` False (and 0 thoughts) when the id was unknown."""
+
+    sequence_id: str
+    deleted: bool
+    deleted_thoughts: int
+
+
+def _thread_not_found(name: str) -> DomainError:
+    return DomainError("thread_not_found", f"no thread named {name!r}; check the name or omit 'thread'.")
+
+
+async def recent_sequences(opened: UserStore, status: str | None, thread: str | None, limit: int) -> SequencePage:
+    """`manage_sequence list`: the most recently updated sequences, optionally of a status or a thread."""
+
+    def read(conn: apsw.Connection) -> SequencePage:
+        if thread is not None and not search_store.thread_exists(conn, thread):
+            raise _thread_not_found(thread)
+        return SequencePage(tuple(lifecycle_store.list_sequences(conn, status, limit, thread=thread)), None)
+
+    return await opened.read(read)
+
+
+async def list_sequences(
+    opened: UserStore, status: str | None, thread: str | None, limit: int, cursor: str | None
+) -> SequencePage:
+    """A page of recent sequences; the cursor continues the same filters."""
+
+    def read(conn: apsw.Connection) -> SequencePage:
+        if thread is not None and not search_store.thread_exists(conn, thread):
+            raise _thread_not_found(thread)
+        found = None if thread is None else name_key(thread)
+        secret = store.cursor_secret(conn)
+        after = None
+        if cursor is not None:
+            bound_status, bound_thread, updated_at, rowid = cursors.read(secret, cursors.Purpose.SEQUENCES, cursor, 4)
+            if (bound_status, bound_thread) != (status, found):
+                raise invalid(
+                    "'cursor' was issued for other 'status' or 'thread' filters; pass the same ones, or start again."
+                )
+            after = (int(updated_at), int(rowid))
+        rows = lifecycle_store.sequences_page(conn, status, thread, after, limit + 1)
+        shown = rows[:limit]
+        token = None
+        if len(rows) > limit and shown:
+            last = shown[-1]
+            token = cursors.issue(secret, cursors.Purpose.SEQUENCES, [status, found, last.updated_at, last.rowid])
+        return SequencePage(tuple(shown), token)
+
+    return await opened.read(read)
+
+
+async def change_status(opened: UserStore, sequence_id: str, action: str, now_ms: int) -> Transition:
+    """Pause, resume, complete or abandon a sequence (`sequence_not_found` for an unknown id)."""
+    status = TARGET_STATUS[action]
+    changed = await opened.write(lambda conn: lifecycle_store.set_status(conn, sequence_id, status, now_ms))
+    if not changed:
+        raise DomainError("sequence_not_found", f"no sequence {sequence_id} in your store; check the id.")
+
+    def snapshot(conn: apsw.Connection) -> tuple[SequenceRow | None, list[ThoughtRow]]:
+        seq = store.get_sequence(conn, sequence_id)
+        last = history_store.history_rows(conn, seq.rowid, True, None, "desc", 1) if seq else []
+        return seq, last
+
+    seq, last = await opened.read(snapshot)
+    if seq is None:  # deleted between the two calls
+        raise DomainError("sequence_not_found", f"sequence {sequence_id} was deleted meanwhile.")
+    return Transition(action, seq, last[0] if action == "resume" and last else None)
+
+
+async def delete_sequence(opened: UserStore, sequence_id: str) -> Deletion:
+    """Delete a sequence with its thoughts, branches, search rows, vectors and memberships."""
+    count = await opened.write(lambda conn: store.delete_sequence(conn, sequence_id))
+    return Deletion(sequence_id, count is not None, count or 0)

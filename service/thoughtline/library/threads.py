@@ -1,0 +1,196 @@
+"""Thread operations (SPEC §5.3): list, get, create, change, delete, pin and unpin, with typed results.
+
+The one implementation behind `configure_thread` and the REST thread routes. Each operation
+takes already-validated values (`domain/arguments.py`, `domain/thread_names.py`), runs as one
+read snapshot or one write transaction, so a refused call changes nothing, and returns
+dataclasses; each surface renders them (`wire/threads.py` for JSON, the MCP layer for text).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apsw
+
+from thoughtline.domain.thread_state import Lifecycle, lifecycle
+from thoughtline.domain.thread_types import TYPE_EVENT_KINDS, ThreadType, thread_type
+from thoughtline.errors import DomainError
+from thoughtline.storage import threads as thread_store
+from thoughtline.storage.router import UserStore
+
+
+@dataclass(frozen=True)
+class Periods:
+    """How long a thread may go without activity before it is dormant, then closed (days)."""
+
+    dormant_days: float = 14.0
+    closed_days: float = 45.0
+
+
+@dataclass(frozen=True)
+class ThreadView:
+    """A thread object: its registry entry with its type, lifecycle, counts and latest activity (ms)."""
+
+    name: str
+    description: str
+    type: ThreadType
+    type_set: bool
+    status: str
+    lifecycle: Lifecycle
+    member_count: int
+    pending_proposals: int
+    created_at: int
+    updated_at: int
+    last_activity_at: int
+
+
+@dataclass(frozen=True)
+class ThreadChange:
+    """What to change on a thread; None leaves a field as it is. At least one field is set."""
+
+    new_name: str | None = None
+    description: str | None = None
+    status: str | None = None  # "active" | "archived"
+    type: ThreadType | None = None
+
+
+@dataclass(frozen=True)
+class ThreadChanged:
+    """A changed thread, the name it had, and whether anything actually changed."""
+
+    thread: ThreadView
+    previous_name: str
+    changed: bool
+
+
+@dataclass(frozen=True)
+class ThreadDeleted:
+    """A deleted thread's name and what went with it (never a sequence)."""
+
+    name: str
+    removed_memberships: int
+    removed_proposals: int
+
+
+@dataclass(frozen=True)
+class MembershipChanged:
+    """A pin or unpin: the thread after it, the sequence, whether it is a member, whether it changed."""
+
+    thread: ThreadView
+    sequence_id: str
+    member: bool
+    changed: bool
+
+
+def lifecycle_of(thread: thread_store.ThreadRow, last_ms: int, now_ms: int, periods: Periods) -> Lifecycle:
+    """A thread's lifecycle from its latest activity, under the configured periods."""
+    return lifecycle(thread.archived, last_ms, now_ms, periods.dormant_days, periods.closed_days)
+
+
+def view(conn: apsw.Connection, thread: thread_store.ThreadRow, now_ms: int, periods: Periods) -> ThreadView:
+    """The thread object of one registry entry (inside the caller's snapshot or transaction)."""
+    stats = thread_store.thread_stats(conn, thread)
+    kinds = thread_store.event_kinds(conn, thread.rowid, TYPE_EVENT_KINDS) if thread.type is None else set()
+    kind, kind_set = thread_type(thread.type, kinds)
+    return ThreadView(
+        name=thread.name,
+        description=thread.description,
+        type=kind,
+        type_set=kind_set,
+        status=thread.status,
+        lifecycle=lifecycle_of(thread, stats.last_activity_at, now_ms, periods),
+        member_count=stats.member_count,
+        pending_proposals=stats.pending_proposals,
+        created_at=thread.created_at,
+        updated_at=thread.updated_at,
+        last_activity_at=stats.last_activity_at,
+    )
+
+
+async def list_threads(store: UserStore, periods: Periods, now_ms: int, include_archived: bool) -> list[ThreadView]:
+    """Threads by name; archived ones only when asked for."""
+
+    def read(conn: apsw.Connection) -> list[ThreadView]:
+        return [view(conn, t, now_ms, periods) for t in thread_store.list_threads(conn, include_archived)]
+
+    return await store.read(read)
+
+
+async def get_thread(store: UserStore, periods: Periods, now_ms: int, name: str) -> ThreadView:
+    """One thread by name (any case), or `thread_not_found`."""
+    return await store.read(lambda conn: view(conn, thread_store.require_thread(conn, name), now_ms, periods))
+
+
+async def create_thread(store: UserStore, periods: Periods, now_ms: int, name: str, description: str) -> ThreadView:
+    """Register a new thread (`thread_exists` when the name is taken in any case)."""
+
+    def write(conn: apsw.Connection) -> ThreadView:
+        return view(conn, thread_store.create_thread(conn, name, description, now_ms), now_ms, periods)
+
+    return await store.write(write)
+
+
+def _apply(conn: apsw.Connection, thread: thread_store.ThreadRow, change: ThreadChange, now_ms: int) -> bool:
+    """Apply every field of `change` in order; True when any stored value changed."""
+    before = thread
+    if change.new_name is not None:
+        thread = thread_store.rename_thread(conn, thread, change.new_name, now_ms)
+    if change.description is not None:
+        thread = thread_store.set_description(conn, thread, change.description, now_ms)
+    if change.status is not None:
+        thread = thread_store.set_thread_status(conn, thread, change.status, now_ms)
+    if change.type is not None:
+        thread = thread_store.set_thread_type(conn, thread, change.type, now_ms)
+    return (thread.name, thread.description, thread.status, thread.type) != (
+        before.name,
+        before.description,
+        before.status,
+        before.type,
+    )
+
+
+async def change_thread(
+    store: UserStore, periods: Periods, now_ms: int, name: str, change: ThreadChange
+) -> ThreadChanged:
+    """Rename, describe, archive or unarchive, or set the type of a thread, all in one transaction."""
+
+    def write(conn: apsw.Connection) -> ThreadChanged:
+        thread = thread_store.require_thread(conn, name)
+        changed = _apply(conn, thread, change, now_ms)
+        after = thread_store.require_thread(conn, change.new_name or thread.name)
+        return ThreadChanged(view(conn, after, now_ms, periods), thread.name, changed)
+
+    return await store.write(write)
+
+
+async def delete_thread(store: UserStore, name: str) -> ThreadDeleted:
+    """Delete a thread with its memberships and proposals (never a sequence)."""
+
+    def write(conn: apsw.Connection) -> ThreadDeleted:
+        thread = thread_store.require_thread(conn, name)
+        members, proposals = thread_store.delete_thread(conn, thread)
+        return ThreadDeleted(thread.name, members, proposals)
+
+    return await store.write(write)
+
+
+async def set_membership(
+    store: UserStore, periods: Periods, now_ms: int, name: str, sequence_id: str, member: bool
+) -> MembershipChanged:
+    """Pin (`member`, addedBy user) or unpin a sequence; an unpinned pair is never proposed again."""
+
+    def write(conn: apsw.Connection) -> MembershipChanged:
+        thread = thread_store.require_thread(conn, name)
+        seq_rowid = thread_store.sequence_rowid(conn, sequence_id)
+        if seq_rowid is None:
+            raise DomainError(
+                "sequence_not_found",
+                f"no sequence {sequence_id} in your store; check the id (manage_sequence list).",
+            )
+        if member:
+            changed = thread_store.add_member(conn, thread.rowid, seq_rowid, "user", now_ms)
+        else:
+            changed = thread_store.remove_member(conn, thread.rowid, seq_rowid, now_ms)
+        return MembershipChanged(view(conn, thread, now_ms, periods), sequence_id, member, changed)
+
+    return await store.write(write)
