@@ -152,3 +152,22 @@ async def test_with_the_library_off_only_a_sequence_read_by_id_remains(tmp_path:
         assert (await http.get(library.url + f"/library/sequences/{library.ids['plan']}")).status_code == 200
         for path in ("/library", "/library/threads", "/library/threads/caching", "/library/proposals"):
             assert (await http.get(library.url + path)).status_code == 404, path
+
+
+async def test_the_api_knows_the_session_and_checks_its_changes_like_the_pages(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        csrf = await signed_in(library, http)
+        listed = await http.get(library.url + "/api/v1/sequences")
+        assert listed.status_code == 200
+        assert {s["sequenceId"] for s in listed.json()["sequences"]} == set(library.ids.values())
+        body = {"name": "from-api", "description": ""}
+        no_token = await http.post(library.url + "/api/v1/threads", json=body, headers={"origin": library.url})
+        assert no_token.status_code == 403 and no_token.json()["error"] == "csrf_refused"
+        foreign = await http.post(
+            library.url + "/api/v1/threads", json=body, headers={"origin": "http://127.0.0.1:9", "x-csrf-token": csrf}
+        )
+        assert foreign.status_code == 403 and foreign.json()["error"] == "csrf_refused"
+        made = await http.post(
+            library.url + "/api/v1/threads", json=body, headers={"origin": library.url, "x-csrf-token": csrf}
+        )
+        assert made.status_code == 201, made.text

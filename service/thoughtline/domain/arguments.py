@@ -117,6 +117,14 @@ def coerce_sequence_id(args: Mapping[str, Any], field: str) -> str | None:
     return value
 
 
+def require_sequence_id(args: Mapping[str, Any], field: str = "sequenceId") -> str:
+    """A required sequence id."""
+    value = coerce_sequence_id(args, field)
+    if value is None:
+        raise _missing(field, "the id sequentialthinking returned (seq_ followed by 32 hex characters)")
+    return value
+
+
 def coerce_branch_id(args: Mapping[str, Any], field: str, *, allow_main: bool) -> str | None:
     """An optional branch id; `main` is reserved for the main path."""
     value = coerce_str(args, field, max_chars=MAX_BRANCH_ID_CHARS)

@@ -34,6 +34,8 @@ from thoughtline.storage.router import UserStore
 from thoughtline.storage.threads import MemberRow
 
 MAX_DECISIONS = 10
+MAX_EVENTS = 100
+DEFAULT_EVENTS = 20
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from thoughtline.library.proposals import Vector
 
 EVIDENCE_CHARS = 200
+MAX_LIMIT = 50
+DEFAULT_LIMIT = 20
 
 
 def proposal_id(rowid: int) -> str:

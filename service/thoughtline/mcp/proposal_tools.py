@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from thoughtline.clock import now_ms
 from thoughtline.domain.arguments import coerce_int, coerce_str, one_of, parse_proposal_id, reject_unknown
 from thoughtline.domain.thread_names import check_name
-from thoughtline.library.review import ProposalReview
-from thoughtline.mcp.proposal_schemas import DEFAULT_LIMIT, MAX_LIMIT, REVIEW_ACTIONS, review_tool
+from thoughtline.library.review import DEFAULT_LIMIT, MAX_LIMIT, ProposalReview
+from thoughtline.mcp.proposal_schemas import REVIEW_ACTIONS, review_tool
 from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolSpec
 from thoughtline.wire.proposals import decision_json, page_json
 

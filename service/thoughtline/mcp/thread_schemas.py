@@ -14,6 +14,7 @@ from thoughtline.domain import arguments
 from thoughtline.domain.arguments import MAX_DESCRIPTION
 from thoughtline.domain.thread_names import MAX_NAME
 from thoughtline.domain.thread_types import THREAD_TYPES
+from thoughtline.library.briefing import DEFAULT_EVENTS, MAX_EVENTS
 from thoughtline.mcp.schema_parts import closed_input, record, tool_annotations
 from thoughtline.mcp.schemas import nullable
 
@@ -29,8 +30,6 @@ CONFIGURE_ACTIONS = (
     "unpin",
     "set_type",
 )
-MAX_EVENTS = 100
-DEFAULT_EVENTS = 20
 LIFECYCLES = ["active", "dormant", "closed"]
 STATES = ["resolved", "blocked", "uncertain", "stable", "ongoing"]
 EVENT_KINDS = [*arguments.EVENT_KINDS, *arguments.DERIVED_EVENT_KINDS]

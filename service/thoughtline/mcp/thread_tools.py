@@ -27,9 +27,9 @@ from thoughtline.domain.thread_types import THREAD_TYPES, ThreadType
 from thoughtline.domain.wording import counted
 from thoughtline.errors import invalid
 from thoughtline.library import threads
-from thoughtline.library.briefing import Briefing, read_briefing
+from thoughtline.library.briefing import DEFAULT_EVENTS, MAX_EVENTS, Briefing, read_briefing
 from thoughtline.library.threads import Periods, ThreadChange
-from thoughtline.mcp.thread_schemas import CONFIGURE_ACTIONS, DEFAULT_EVENTS, MAX_EVENTS, briefing_tool, configure_tool
+from thoughtline.mcp.thread_schemas import CONFIGURE_ACTIONS, briefing_tool, configure_tool
 from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolSpec
 from thoughtline.storage.thoughts import iso
 from thoughtline.wire.threads import briefing_json, deleted_json, thread_json

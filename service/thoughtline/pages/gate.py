@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from starlette.requests import Request
 from starlette.responses import Response
 
-from thoughtline.identity import reset_principal, set_principal
+from thoughtline.api.errors import ApiRefusal
+from thoughtline.identity import Principal, reset_principal, set_principal
 from thoughtline.oauth.urls import public_origin
 from thoughtline.pages.session import COOKIE, Session, Sessions
 
@@ -54,6 +55,23 @@ class CookieAuth:
         if not session.csrf_matches(sent):
             return "csrf_refused: the form's security token is missing or belongs to another session; reload the page."
         return None
+
+
+    def api_authenticator(self) -> Callable[[Request], Awaitable[Principal | None]]:
+        """The API's cookie door: the session's principal, with the same checks on every change."""
+
+        async def identify(request: Request) -> Principal | None:
+            session = self.session(request)
+            if session is None:
+                return None
+            if request.method not in SAFE_METHODS:
+                refusal = await self.write_refusal(request, session)
+                if refusal is not None:
+                    code, _, message = refusal.partition(": ")
+                    raise ApiRefusal(403, code, message)
+            return session.principal()
+
+        return identify
 
 
 async def as_session(session: Session, run: Callable[[], Awaitable[Response]]) -> Response:

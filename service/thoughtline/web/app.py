@@ -31,6 +31,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from thoughtline import __version__
+from thoughtline.api.wiring import api_mount
 from thoughtline.clock import Clock, SystemClock
 from thoughtline.config import Settings, settings_from_process_env
 from thoughtline.library.briefing import Periods
@@ -330,6 +331,7 @@ def create_app(
         Route("/mcp", modern),
         Route("/mcp-compat", compat),
         *pages.routes(registry, oauth_door),
+        *api_mount(settings, router, clock, library, authenticator, pages.auth.api_authenticator()),
         *extras.routes,
     ]
     app = Starlette(
