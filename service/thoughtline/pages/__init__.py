@@ -10,8 +10,9 @@ With `THOUGHTLINE_LIBRARY=off` only signing in and reading a sequence by its id 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -19,15 +20,22 @@ from starlette.routing import BaseRoute, Route
 
 from thoughtline.clock import Clock
 from thoughtline.config import Settings
+from thoughtline.errors import DomainError
+from thoughtline.library.review import ProposalReview
+from thoughtline.library.threads import Periods
 from thoughtline.oauth import OAuthDoor
 from thoughtline.pages import actions, views
 from thoughtline.pages.gate import CookieAuth, as_session
 from thoughtline.pages.layout import SECURITY_HEADERS, message_page
 from thoughtline.pages.session import Session, Sessions
 from thoughtline.pages.signin import SignIn
-from thoughtline.pages.source import Refused, Registry, Source
+from thoughtline.pages.source import Search, Source
+from thoughtline.storage.router import StoreRouter, UserStore
 from thoughtline.storage.signin import SigninStore
 from thoughtline.ui_assets import ui_file
+
+if TYPE_CHECKING:
+    from thoughtline.mcp.library_tools import Library
 
 View = Callable[[Request, Session, Source], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -54,6 +62,7 @@ class LibraryPages:
 
     def __init__(self, settings: Settings, clock: Clock, data_dir: Path | None = None) -> None:
         self.settings = settings
+        self.clock = clock
         self.store = SigninStore(data_dir or settings.data_dir, settings.journal)
         self.sessions = Sessions(self.store, clock)
         self.auth = CookieAuth(self.sessions, settings.public_url)
@@ -76,18 +85,24 @@ class LibraryPages:
             async def run() -> Response:
                 try:
                     return await view(request, session, source)
-                except Refused as refused:
-                    text = f"{refused.code}: {refused.message}"
+                except DomainError as refused:
                     status = refusal_status(refused.code)
-                    return message_page("That did not work", text, status=status, session=session)
+                    return message_page("That did not work", refused.wire_text(), status=status, session=session)
 
             return await as_session(session, run)
 
         return endpoint
 
-    def routes(self, registry: Registry, door: OAuthDoor | None) -> list[BaseRoute]:
-        """The `/library` routes over the tool registry; fewer with the library off."""
-        source = Source(registry)
+    def routes(self, router: StoreRouter, library: Library, door: OAuthDoor | None) -> list[BaseRoute]:
+        """The `/library` routes over the library's operations; fewer with the library off."""
+        settings = self.settings
+        source = Source(
+            router=router,
+            clock=self.clock,
+            periods=Periods(settings.thread_dormant_days, settings.thread_closed_days),
+            review=ProposalReview(library.embedder),
+            search_fn=_search(library, self.clock) if settings.library else None,
+        )
 
         def page(view: View) -> Endpoint:
             return self._guarded(view, source, write=False)
@@ -143,6 +158,19 @@ def _steps(table: dict[str, Endpoint]) -> Endpoint:
         if endpoint is None:
             return message_page("Not found", "That action does not exist here.", status=404)
         return await endpoint(request)
+
+    return run
+
+
+def _search(library: Library, clock: Clock) -> Search:
+    """Search through `search_thoughts`' own handler, as the API does until the orchestration moves
+    into the library (issue 17): the same operation, one place to change."""
+    from thoughtline.mcp.tools import ToolContext
+
+    handler = next(spec.handler for spec in library.tools(discovery=True) if spec.tool.name == "search_thoughts")
+
+    async def run(opened: UserStore, args: Mapping[str, Any]) -> dict[str, Any]:
+        return (await handler(args, ToolContext(store=opened, clock=clock))).structured
 
     return run
 

@@ -15,7 +15,15 @@ from starlette.responses import RedirectResponse, Response
 from thoughtline.pages.session import Session
 from thoughtline.pages.source import Source
 
-THREAD_STEPS = {"rename": "rename", "describe": "set_description", "archive": "archive", "unarchive": "unarchive"}
+THREAD_STEPS = {
+    "rename": "rename",
+    "describe": "set_description",
+    "archive": "archive",
+    "unarchive": "unarchive",
+    "type": "set_type",
+}
+# The form field each step reads its value from.
+STEP_FIELDS = {"rename": "newName", "set_description": "description", "set_type": "type"}
 SEQUENCE_STEPS = ("pause", "resume", "complete", "abandon")
 
 
@@ -29,6 +37,11 @@ def thread_path(name: str) -> str:
     return "/library/threads/" + quote(name, safe="")
 
 
+def sequence_path(sequence_id: str) -> str:
+    """A sequence page's path."""
+    return "/library/sequences/" + quote(sequence_id, safe="")
+
+
 async def _field(request: Request, name: str) -> str:
     value = (await request.form()).get(name)
     return value.strip() if isinstance(value, str) else ""
@@ -36,42 +49,34 @@ async def _field(request: Request, name: str) -> str:
 
 async def create_thread(request: Request, session: Session, source: Source) -> Response:
     """POST /library/threads: create a thread, then show it."""
-    name = await _field(request, "name")
-    created = await source.configure("create", name=name, description=await _field(request, "description"))
-    return back(thread_path(str(created["thread"]["name"])))
+    created = await source.create_thread(await _field(request, "name"), await _field(request, "description"))
+    return back(thread_path(str(created["name"])))
 
 
 async def thread_step(request: Request, session: Session, source: Source) -> Response:
     """POST /library/threads/{name}/{step}: rename, describe, archive or unarchive."""
-    name, step = request.path_params["name"], request.path_params["step"]
-    fields: dict[str, str] = {"name": name}
-    if step == "rename":
-        fields["newName"] = await _field(request, "newName")
-    elif step == "describe":
-        fields["description"] = await _field(request, "description")
-    done = await source.configure(THREAD_STEPS[step], **fields)
-    thread = done.get("thread")
-    return back(thread_path(str(thread["name"]) if isinstance(thread, dict) else name))
+    step = THREAD_STEPS[request.path_params["step"]]
+    value = await _field(request, STEP_FIELDS[step]) if step in STEP_FIELDS else ""
+    thread = await source.change_thread(request.path_params["name"], step, value)
+    return back(thread_path(str(thread["name"])))
 
 
 async def membership(request: Request, session: Session, source: Source) -> Response:
     """POST /library/sequences/{id}/pin|unpin: add the sequence to a thread, or take it out."""
     sequence_id, step = request.path_params["sequence_id"], request.path_params["step"]
     thread = await _field(request, "thread")
-    await source.configure(step, name=thread, sequenceId=sequence_id)
-    if await _field(request, "back") == "thread":
-        return back(thread_path(thread))
-    return back("/library/sequences/" + sequence_id)
+    await source.membership(thread, sequence_id, member=step == "pin")
+    return back(thread_path(thread) if await _field(request, "back") == "thread" else sequence_path(sequence_id))
 
 
 async def lifecycle(request: Request, session: Session, source: Source) -> Response:
     """POST /library/sequences/{id}/pause|resume|complete|abandon."""
     sequence_id = request.path_params["sequence_id"]
     await source.lifecycle(sequence_id, request.path_params["step"])
-    return back("/library/sequences/" + sequence_id)
+    return back(sequence_path(sequence_id))
 
 
 async def review(request: Request, session: Session, source: Source) -> Response:
     """POST /library/proposals/{id}/accept|reject."""
-    await source.review(request.path_params["proposal_id"], request.path_params["step"] == "accept")
+    await source.decide(request.path_params["proposal_id"], request.path_params["step"] == "accept")
     return back("/library/proposals")

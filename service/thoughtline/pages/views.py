@@ -11,6 +11,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from thoughtline.domain.thread_types import THREAD_TYPES
 from thoughtline.pages.layout import (
     chip,
     csrf_field,
@@ -29,7 +30,7 @@ from thoughtline.pages.source import Source
 
 STATUSES = ("active", "paused", "completed", "abandoned")
 PAGE_SIZE = 25
-MAX_LIST = 50
+MAX_LIST = 50  # the API's and the tool's page limit
 LIFECYCLE_ACTIONS = {"active": ("pause", "complete", "abandon"), "paused": ("resume", "complete", "abandon")}
 
 
@@ -77,13 +78,16 @@ async def library_page(request: Request, session: Session, source: Source) -> Re
         body = rows or f'<li class="empty">{e(empty if isinstance(empty, str) else "Nothing matched.")}</li>'
         more = ""
     else:
-        limit = _limit(request)
-        listed = await source.sequences(status=status or None, thread=thread or None, limit=limit)
+        cursor = request.query_params.get("cursor") or None
+        found = await source.sequences(
+            status=status or None, thread=thread or None, limit=_limit(request), cursor=cursor
+        )
+        listed = found["sequences"]
         heading = "Recent sequences" + (f" in {e(thread)}" if thread else "")
         body = "".join(_sequence_row(item) for item in listed) or '<li class="empty">No sequences yet.</li>'
-        more = ""
-        if len(listed) == limit and limit < MAX_LIST:
-            more = f'<p><a href="{href("/library", status=status, thread=thread, limit=MAX_LIST)}">Show more</a></p>'
+        nxt = found["nextCursor"]
+        more = f'<p><a href="{href("/library", status=status, thread=thread, cursor=nxt)}">Older sequences</a></p>'
+        more = more if nxt else ""
     filters = "".join(
         f'<a href="{href("/library", status=s, thread=thread)}"{" aria-current=true" if s == status else ""}>'
         f"{e(s or 'all')}</a>"
@@ -100,7 +104,7 @@ async def library_page(request: Request, session: Session, source: Source) -> Re
 async def sequence_page(request: Request, session: Session, source: Source) -> Response:
     """/library/sequences/{id}: the whole process (shared renderer), its threads, pin/unpin, lifecycle."""
     sequence_id = request.path_params["sequence_id"]
-    found = await source.history(sequence_id)
+    found = await source.history(sequence_id, request.query_params.get("cursor") or None)
     sequence = found["sequence"]
     title = str(sequence.get("title") or sequence_id)
     member_of = [str(n) for n in sequence.get("threads", [])]
@@ -135,6 +139,10 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
         controls += f'<section aria-label="Lifecycle" class="panel"><h2>Status</h2>{lifecycle}</section>'
     parts.append(controls)
     parts.append('<section id="process" aria-label="The whole reasoning process"><p>Loading the process…</p></section>')
+    nxt = found.get("nextCursor")
+    if nxt:
+        more = href(f"/library/sequences/{sequence_id}", cursor=nxt)
+        parts.append(f'<p><a href="{more}">Later thoughts</a></p>')
     parts.append(data_block("history", found))
     return document(title, "".join(parts), session=session, page="sequence")
 
@@ -189,10 +197,12 @@ async def thread_page(request: Request, session: Session, source: Source) -> Res
     base = "/library/threads/" + real
     archived = thread.get("status") == "archived"
     kind = thread.get("type")
+    source_of_type = "set by you" if thread.get("typeSource") == "user" else "derived from its events"
+    type_chip = chip(f"type: {kind} ({source_of_type})", "type") if kind else ""
     head = (
         f'<h1>{e(real)}</h1><p class="meta" id="thread-state">{chip(str(thread.get("lifecycle", "")), "lifecycle")}'
         f"{chip('state: ' + str(thread.get('state', '')), 'state')}"
-        f"{chip('type: ' + str(kind), 'type') if kind else ''}"
+        f"{type_chip}"
         f"{chip('archived', 'archived') if archived else ''}"
         f'<span class="count">{e(thread.get("memberCount", 0))} members</span></p>'
         f'<p class="headline">{e(thread.get("description", ""))}</p>'
@@ -208,7 +218,7 @@ async def thread_page(request: Request, session: Session, source: Source) -> Res
         f'<label for="describe">Description</label><textarea id="describe" name="description" rows="2" maxlength="2000">'
         f"{e(thread.get('description', ''))}</textarea>"
         '<button type="submit" class="btn">Save description</button></form>'
-        f"{post_button(session, base + ('/unarchive' if archived else '/archive'), 'Unarchive' if archived else 'Archive')}"
+        f"{_type_form(session, base, str(kind or ''))}{_archive_button(session, base, archived)}"
         "</section>"
     )
     main = "".join(
@@ -225,6 +235,23 @@ async def thread_page(request: Request, session: Session, source: Source) -> Res
         ]
     )
     return document(real, main, session=session, current="/library/threads", page="thread")
+
+
+def _type_form(session: Session, base: str, current: str) -> str:
+    options = "".join(
+        f'<option value="{t}"{" selected" if t == current else ""}>{t}</option>' for t in THREAD_TYPES
+    )
+    return (
+        f'<form method="post" action="{e(base)}/type" class="inline">{csrf_field(session)}'
+        f'<label for="thread-type">Type</label><select id="thread-type" name="type">{options}</select>'
+        '<button type="submit" class="btn">Set type</button></form>'
+    )
+
+
+def _archive_button(session: Session, base: str, archived: bool) -> str:
+    if archived:
+        return post_button(session, base + "/unarchive", "Unarchive")
+    return post_button(session, base + "/archive", "Archive")
 
 
 def _member_row(session: Session, thread: str, member: dict[str, Any]) -> str:
@@ -254,7 +281,7 @@ def _proposal_row(session: Session, proposal: dict[str, Any]) -> str:
 async def proposals_page(request: Request, session: Session, source: Source) -> Response:
     """/library/proposals: suggested memberships, each with Accept and Reject."""
     cursor = request.query_params.get("cursor") or None
-    found = await source.proposals(cursor=cursor)
+    found = await source.proposals(cursor=cursor, limit=PAGE_SIZE)
     rows = "".join(_proposal_row(session, p) for p in found.get("proposals", []))
     nxt = found.get("nextCursor")
     more = f'<p><a href="{href("/library/proposals", cursor=nxt)}">Next page</a></p>' if nxt else ""

@@ -330,7 +330,7 @@ def create_app(
         Route("/healthz", healthz, methods=["GET"]),
         Route("/mcp", modern),
         Route("/mcp-compat", compat),
-        *pages.routes(registry, oauth_door),
+        *pages.routes(router, library, oauth_door),
         *api_mount(settings, router, clock, library, authenticator, pages.auth.api_authenticator()),
         *extras.routes,
     ]
