@@ -71,7 +71,7 @@ async def seed(client: Client, threads: bool = True) -> dict[str, str]:
             "configure_thread", {"action": "create", "name": "caching", "description": "Cache work."}
         )
         member["threads"] = ["caching"]
-    step = {"totalThoughts": 3, "nextThoughtNeeded": True}
+    step: dict[str, Any] = {"totalThoughts": 3, "nextThoughtNeeded": True}
     plan = await think(client, thought=SCRIPT_TITLE, thoughtNumber=1, **member, **step)
     await think(client, plan, thought="Redis eviction blocks the rollout", thoughtNumber=2, event="blocker", **step)
     await think(
@@ -94,7 +94,7 @@ async def seed(client: Client, threads: bool = True) -> dict[str, str]:
         totalThoughts=3,
         nextThoughtNeeded=False,
     )
-    done = {"totalThoughts": 1, "nextThoughtNeeded": False, "thoughtNumber": 1}
+    done: dict[str, Any] = {"totalThoughts": 1, "nextThoughtNeeded": False, "thoughtNumber": 1}
     schema = await think(client, thought="Database migration ordering for the billing tables", **done)
     tokens = await think(client, thought="Rotate the signing tokens every quarter", **done)
     return {"plan": plan, "schema": schema, "tokens": tokens}

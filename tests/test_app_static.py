@@ -101,4 +101,5 @@ def test_the_loader_serves_the_repository_copy_with_the_shared_renderer_inlined(
     assert ui.joinpath("render.js").read_text(encoding="utf-8").strip() in served
     assert ui.joinpath("process.css").read_text(encoding="utf-8").strip() in served
     before, _, after = ui.joinpath("process.html").read_text(encoding="utf-8").partition("/*@thoughtline:render.js*/")
-    assert served.startswith(before.split("/*@thoughtline:process.css*/")[0]) and served.endswith(after)
+    assert served.startswith(before.split("/*@thoughtline:process.css*/")[0])
+    assert served.endswith(after)

@@ -151,7 +151,8 @@ async def test_a_second_github_user_sees_none_of_the_first_users_data(tmp_path: 
         await expect(page.locator("#sequences")).to_contain_text("No sequences yet")
         for path in (f"/library/sequences/{ids['plan']}", "/library/threads/caching"):
             response = await page.goto(stack.thoughtline.url + path)
-            assert response is not None and response.status == 404, path
+            assert response is not None, path
+            assert response.status == 404, path
         await page.goto(stack.thoughtline.url + "/library/threads")
         await expect(page.locator("#threads")).not_to_contain_text("caching")
         async with httpx.AsyncClient() as http:  # the owner's GitHub sign-in reaches the owner's store
@@ -159,6 +160,8 @@ async def test_a_second_github_user_sees_none_of_the_first_users_data(tmp_path: 
 
 
 FOCUSABLE = "a[href], button, input:not([type=hidden]), select, textarea, summary"
+# An element as the tests name it: its tag and its label, text, name or id.
+LABEL = "a.tagName + ':' + (a.getAttribute('aria-label') || a.textContent || a.name || a.id).trim().slice(0, 60)"
 
 
 async def tab_through(page: Page) -> set[str]:
@@ -168,8 +171,7 @@ async def tab_through(page: Page) -> set[str]:
     for _ in range(400):
         await page.keyboard.press("Tab")
         label = await page.evaluate(
-            "() => { const a = document.activeElement; if (!a || a === document.body) return null;"
-            " return a.tagName + ':' + (a.getAttribute('aria-label') || a.textContent || a.name || a.id).trim().slice(0, 60); }"
+            f"() => {{ const a = document.activeElement; if (!a || a === document.body) return null; return {LABEL}; }}"
         )
         if label is None or (reached and label == reached[0]):
             break
@@ -196,8 +198,7 @@ async def test_keyboard_alone_reaches_every_action(tmp_path: Path) -> None:
                     FOCUSABLE,
                     # What sits in a collapsed step is reached by opening its summary (Enter) first.
                     "els => els.filter(a => a.offsetParent !== null && (a.tagName === 'SUMMARY'"
-                    " || !a.closest('details:not([open])'))).map(a => a.tagName + ':' +"
-                    " (a.getAttribute('aria-label') || a.textContent || a.name || a.id).trim().slice(0, 60))",
+                    f" || !a.closest('details:not([open])'))).map(a => {LABEL})",
                 )
             )
             missing = everything - await tab_through(page)

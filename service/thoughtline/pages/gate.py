@@ -56,7 +56,6 @@ class CookieAuth:
             return "csrf_refused: the form's security token is missing or belongs to another session; reload the page."
         return None
 
-
     def api_authenticator(self) -> Callable[[Request], Awaitable[Principal | None]]:
         """The API's cookie door: the session's principal, with the same checks on every change."""
 

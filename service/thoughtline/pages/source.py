@@ -137,7 +137,9 @@ class Source:
         """Rename, describe, archive or unarchive a thread; returns the thread after the change."""
         change = {
             "rename": lambda: ThreadChange(new_name=check_name(value, "newName")),
-            "set_description": lambda: ThreadChange(description=parse_description({"description": value}, required=True)),
+            "set_description": lambda: ThreadChange(
+                description=parse_description({"description": value}, required=True)
+            ),
             "archive": lambda: ThreadChange(status="archived"),
             "unarchive": lambda: ThreadChange(status="active"),
             "set_type": lambda: ThreadChange(type=parse_thread_type(value)),

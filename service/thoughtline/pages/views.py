@@ -173,8 +173,9 @@ async def threads_page(request: Request, session: Session, source: Source) -> Re
 
 
 def _events(title: str, events: list[Any], element_id: str) -> str:
+    head = f'<section class="panel" aria-labelledby="{element_id}"><h2 id="{element_id}">{e(title)}</h2>'
     if not events:
-        return f'<section class="panel" aria-labelledby="{element_id}"><h2 id="{element_id}">{e(title)}</h2><p>None.</p></section>'
+        return head + "<p>None.</p></section>"
     items = "".join(
         f"<li>{chip(str(ev.get('kind', '')).replace('_', ' '), 'event')} {when(ev.get('at'))} "
         f'<a href="{sequence_href(str(ev["sequenceId"]))}">thought {e(ev.get("thoughtNumber"))}'
@@ -182,10 +183,7 @@ def _events(title: str, events: list[Any], element_id: str) -> str:
         f'<p class="snippet">{e(ev.get("text", ""))}</p></li>'
         for ev in events
     )
-    return (
-        f'<section class="panel" aria-labelledby="{element_id}"><h2 id="{element_id}">{e(title)}</h2>'
-        f'<ol class="events">{items}</ol></section>'
-    )
+    return f'{head}<ol class="events">{items}</ol></section>'
 
 
 async def thread_page(request: Request, session: Session, source: Source) -> Response:
@@ -212,10 +210,12 @@ async def thread_page(request: Request, session: Session, source: Source) -> Res
     curate = (
         '<section class="panel" aria-labelledby="curate-h"><h2 id="curate-h">Curate</h2>'
         f'<form method="post" action="{e(base)}/rename" class="inline">{csrf_field(session)}'
-        f'<label for="rename">New name</label><input id="rename" name="newName" required maxlength="64" value="{e(real)}">'
+        '<label for="rename">New name</label>'
+        f'<input id="rename" name="newName" required maxlength="64" value="{e(real)}">'
         '<button type="submit" class="btn">Rename</button></form>'
         f'<form method="post" action="{e(base)}/describe" class="stack">{csrf_field(session)}'
-        f'<label for="describe">Description</label><textarea id="describe" name="description" rows="2" maxlength="2000">'
+        '<label for="describe">Description</label>'
+        '<textarea id="describe" name="description" rows="2" maxlength="2000">'
         f"{e(thread.get('description', ''))}</textarea>"
         '<button type="submit" class="btn">Save description</button></form>'
         f"{_type_form(session, base, str(kind or ''))}{_archive_button(session, base, archived)}"
@@ -238,9 +238,7 @@ async def thread_page(request: Request, session: Session, source: Source) -> Res
 
 
 def _type_form(session: Session, base: str, current: str) -> str:
-    options = "".join(
-        f'<option value="{t}"{" selected" if t == current else ""}>{t}</option>' for t in THREAD_TYPES
-    )
+    options = "".join(f'<option value="{t}"{" selected" if t == current else ""}>{t}</option>' for t in THREAD_TYPES)
     return (
         f'<form method="post" action="{e(base)}/type" class="inline">{csrf_field(session)}'
         f'<label for="thread-type">Type</label><select id="thread-type" name="type">{options}</select>'
@@ -273,7 +271,8 @@ def _proposal_row(session: Session, proposal: dict[str, Any]) -> str:
         f'<li class="row proposal"><span><a href="{thread_href(thread)}">{e(thread)}</a> ← '
         f'<a class="title" href="{sequence_href(sequence_id)}">{e(proposal.get("title") or sequence_id)}</a></span>'
         f'<p class="snippet">{e(proposal.get("evidence", ""))}</p><span class="actions">'
-        f"{post_button(session, base + '/accept', 'Accept')}{post_button(session, base + '/reject', 'Reject', kind='quiet')}"
+        f"{post_button(session, base + '/accept', 'Accept')}"
+        f"{post_button(session, base + '/reject', 'Reject', kind='quiet')}"
         "</span></li>"
     )
 
@@ -285,5 +284,6 @@ async def proposals_page(request: Request, session: Session, source: Source) -> 
     rows = "".join(_proposal_row(session, p) for p in found.get("proposals", []))
     nxt = found.get("nextCursor")
     more = f'<p><a href="{href("/library/proposals", cursor=nxt)}">Next page</a></p>' if nxt else ""
-    main = f'<h1>Proposals</h1><ol class="rows" id="proposals">{rows or "<li class=empty>Nothing to review.</li>"}</ol>{more}'
+    rows = rows or '<li class="empty">Nothing to review.</li>'
+    main = f'<h1>Proposals</h1><ol class="rows" id="proposals">{rows}</ol>{more}'
     return document("Proposals", main, session=session, current="/library/proposals", page="proposals")

@@ -15,7 +15,7 @@ from pathlib import Path
 import apsw
 
 from thoughtline.config import Journal
-from thoughtline.storage.db import connect, write_transaction
+from thoughtline.storage.db import StorageError, connect, write_transaction
 from thoughtline.storage.files import create_private_file, private_dir
 from thoughtline.storage.migrations import Migration, migrate
 
@@ -71,6 +71,8 @@ class SigninStore:
                     row = conn.execute("SELECT value FROM secrets WHERE name = 'session_key'").fetchone()
                 finally:
                     conn.close()
+                if row is None:  # the migration inserts it; a hand-edited file could lack it
+                    raise StorageError("the sign-in database has no session key; delete _auth/signin.sqlite3")
                 self._key = bytes.fromhex(str(row[0]))
             return self._key
 
