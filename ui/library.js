@@ -18,6 +18,8 @@
     }
     const thoughts = Array.isArray(history.thoughts) ? history.thoughts : [];
     ThoughtlineRender.renderProcess(section, history.sequence || {}, thoughts, Boolean(history.nextCursor));
+    // bench/pages.py reads this: when the whole process is on the page.
+    if (window.performance && performance.mark) performance.mark("thoughtline:process-rendered");
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", drawProcess);
   else drawProcess();

@@ -221,19 +221,20 @@ async def thread_page(request: Request, session: Session, source: Source) -> Res
         f"{_type_form(session, base, str(kind or ''))}{_archive_button(session, base, archived)}"
         "</section>"
     )
-    main = "".join(
+    story = "".join(
         [
-            head,
             _events("Open blockers", brief.get("openBlockers", []), "blockers-h"),
             _events("Open questions", brief.get("openQuestions", []), "questions-h"),
             _events("Decisions", brief.get("decisions", []), "decisions-h"),
             _events("Latest conclusion", [conclusion] if conclusion else [], "conclusion-h"),
             _events("Timeline", brief.get("events", []), "timeline-h"),
-            '<section class="panel" aria-labelledby="members-h"><h2 id="members-h">Members</h2>'
-            f'<ul class="members" id="members">{members or "<li>No members yet.</li>"}</ul></section>',
-            curate,
         ]
     )
+    side = (
+        '<section class="panel" aria-labelledby="members-h"><h2 id="members-h">Members</h2>'
+        f'<ul class="members" id="members">{members or "<li>No members yet.</li>"}</ul></section>{curate}'
+    )
+    main = f'{head}<div class="cols"><div>{story}</div><aside aria-label="Members and curation">{side}</aside></div>'
     return document(real, main, session=session, current="/library/threads", page="thread")
 
 
@@ -257,10 +258,11 @@ def _member_row(session: Session, thread: str, member: dict[str, Any]) -> str:
     unpin = post_button(
         session, f"/library/sequences/{sequence_id}/unpin", "Unpin", fields={"thread": thread, "back": "thread"}
     )
+    status = str(member.get("status", ""))
     return (
-        f'<li><a href="{sequence_href(sequence_id)}">{e(member.get("title") or sequence_id)}</a> '
-        f"{chip(str(member.get('status', '')), 'status')} "
-        f'<span class="count">added by {e(member.get("addedBy", ""))}</span>{unpin}</li>'
+        f'<li><a class="title" href="{sequence_href(sequence_id)}">{e(member.get("title") or sequence_id)}</a>'
+        f'<span class="meta">{chip(status, "status " + status)}'
+        f'<span class="count">added by {e(member.get("addedBy", ""))}</span>{unpin}</span></li>'
     )
 
 
