@@ -68,6 +68,7 @@ async def test_a_person_finds_reads_reviews_pins_and_archives(tmp_path: Path) ->
         await expect(process.locator(".chip.branch").first).to_have_text("write-through")
         await expect(process.locator(".chip.revision")).to_have_text("revises 1")
         await expect(page.locator("h1")).to_have_text(re.compile(r"<script>alert\('x'\)</script>"))
+        await expect(process.locator("li.step").first).to_contain_text("<script>alert('x')</script>")
         assert page.dialogs == []  # type: ignore[attr-defined]
 
         await page.goto(library.url + "/library/proposals")

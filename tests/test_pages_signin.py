@@ -15,7 +15,9 @@ import anyio
 import httpx
 import pytest
 
+from tests.oauth_support import running_stack, sign_in
 from tests.pages_support import Library, running_library
+from tests.support import start_child, stop_child
 from thoughtline.pages.session import COOKIE
 
 pytestmark = pytest.mark.anyio
@@ -189,3 +191,27 @@ async def test_the_api_knows_the_session_and_checks_its_changes_like_the_pages(t
             library.url + "/api/v1/threads", json=body, headers={"origin": library.url, "x-csrf-token": csrf}
         )
         assert made.status_code == 201, made.text
+
+
+def test_make_serve_prints_a_sign_in_link_once_at_start(tmp_path: Path) -> None:
+    child = start_child(tmp_path / "data")
+    try:
+        links = [line.strip() for line in child.log().splitlines() if "/library/signin?link=" in line]
+        assert len(links) == 1, child.log()
+        assert links[0].startswith(child.base_url + "/library/signin?link=")
+        with httpx.Client() as http:
+            assert http.get(links[0]).status_code == 303
+            assert http.get(child.base_url + "/library").status_code == 200
+    finally:
+        stop_child(child)
+
+
+async def test_an_access_token_for_the_mcp_endpoints_does_not_open_the_api(tmp_path: Path) -> None:
+    async with running_stack(tmp_path) as stack, httpx.AsyncClient(base_url=stack.thoughtline.url) as http:
+        signed = await sign_in(stack, http)  # no resource: granted /mcp and /mcp-compat
+        mcp_token = {"authorization": f"Bearer {signed.tokens['access_token']}"}
+        refused = await http.get("/api/v1/sequences", headers=mcp_token)
+        assert refused.status_code == 401
+        assert refused.json()["error"] == "invalid_token"
+        static = {"authorization": f"Bearer {stack.settings.api_token}"}
+        assert (await http.get("/api/v1/sequences", headers=static)).status_code == 200

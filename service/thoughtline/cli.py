@@ -161,8 +161,6 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_open(settings: Settings, args: argparse.Namespace) -> int:
     """Print (and on a desktop, open) a one-time link that signs the owner in to /library."""
-    import webbrowser
-
     from thoughtline.clock import SystemClock
     from thoughtline.pages.session import LINK_TTL_SECONDS, one_time_link
 
@@ -173,9 +171,23 @@ def cmd_open(settings: Settings, args: argparse.Namespace) -> int:
     url = one_time_link(settings, SystemClock(), args.url)
     print(f"Sign-in link for your library (works once, within {LINK_TTL_SECONDS:.0f} seconds):")
     print(url, flush=True)
-    if settings.desktop and sys.stdout.isatty() and not args.no_browser:
-        webbrowser.open(url)
+    if sys.stdout.isatty() and not args.no_browser:
+        _open_on_desktop(url)
     return 0
+
+
+def _open_on_desktop(url: str) -> None:
+    """Open `url` in a graphical browser, if this session has one (never a terminal browser)."""
+    import webbrowser
+
+    try:
+        browser = webbrowser.get()
+    except webbrowser.Error:
+        return  # no browser at all: the printed link is enough
+    # Without a display, webbrowser falls back to console browsers (lynx, w3m), registered as
+    # GenericBrowser; one of those would take over the terminal the link was printed to.
+    if type(browser) is not webbrowser.GenericBrowser:
+        browser.open(url)
 
 
 def cmd_token(settings: Settings, args: argparse.Namespace) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -98,8 +97,6 @@ class Settings:
     # Work after a response (embedding new thoughts after their commit). Off on Lambda, which
     # freezes the process after each response: a frozen write would hold the store's lock.
     background_work: bool = True
-    # A person's desktop session (a display, not CI): `thoughtline open` may start their browser.
-    desktop: bool = False
     # Set when the stores sit on a disk lost with the instance (`disk.py`); /healthz says durable: false.
     ephemeral_storage: str | None = None
 
@@ -187,8 +184,6 @@ class Settings:
             body_timeout_seconds=_int(environ, "THOUGHTLINE_BODY_TIMEOUT_SECONDS", 30, minimum=1),
             registrations_per_hour=_int(environ, "THOUGHTLINE_REGISTRATIONS_PER_HOUR", 20, minimum=1),
             background_work=background == "on",
-            desktop=not environ.get("CI")
-            and (bool(environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY")) or sys.platform in ("darwin", "win32")),
             ephemeral_storage=ephemeral_reason(
                 str(Path(data_dir).absolute()),
                 declared=storage,
