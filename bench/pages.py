@@ -12,7 +12,10 @@ Measured, each warm, `--runs` times:
 - browser: the same pages in headless Chromium, first contentful paint and, on the sequence page,
   the moment the shared renderer has drawn all 200 thoughts (`performance.mark`), both counted from
   the navigation's start, so they include the server's time;
-- API: GET /api/v1/sequences and /api/v1/threads/{name}/briefing with the bearer token.
+- API: GET /api/v1/sequences and /api/v1/threads/{name}/briefing with the bearer token (a thread
+  of 60 of the 200-thought sequences, ~12k member thoughts, and one of 10);
+- floors, to read the rest against on a shared machine: /healthz, and the page frame alone (a 404
+  page with the same stylesheet and script) in Chromium.
 
     python -m bench.pages [--thoughts 100000] [--runs 40] [--screenshots docs/img]
 
@@ -50,6 +53,8 @@ DEV = Path(__file__).resolve().parent / "data" / "reasoning" / "dev.json"
 PER_SEQUENCE = 200
 THREAD = "payments-platform"
 MEMBERS = 60
+SMALL_THREAD, SMALL_MEMBERS = "billing-fixes", 10
+MISSING = "/library/sequences/seq_" + "0" * 32  # the page frame alone (404): the browser's floor
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 
@@ -117,7 +122,7 @@ PAINT = """() => {
 async def _browser_times(page: Page, url: str, runs: int, wait_for: str) -> dict[str, dict[str, float]]:
     fcp, drawn = [], []
     for i in range(runs + 2):
-        await page.goto(url)
+        await page.goto(url)  # a 404 (the floor) is a page like any other here
         await page.wait_for_selector(wait_for)
         await page.wait_for_function("() => performance.getEntriesByName('first-contentful-paint').length > 0")
         marks = await page.evaluate(PAINT)
@@ -150,25 +155,33 @@ async def measure(server: ServerProcess, ids: list[str], runs: int) -> dict[str,
         http.cookies.clear()
         results["api_sequences_list_ms"] = await _timed_get(http, "/api/v1/sequences", runs, headers=bearer)
         results["api_briefing_ms"] = await _timed_get(http, f"/api/v1/threads/{THREAD}/briefing", runs, headers=bearer)
+        small = f"/api/v1/threads/{SMALL_THREAD}/briefing"
+        results["api_briefing_10_members_ms"] = await _timed_get(http, small, runs, headers=bearer)
+        results["floor_healthz_ms"] = await _timed_get(http, "/healthz", runs)
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         context = await browser.new_context()
         await context.add_cookies([{"name": COOKIE, "value": cookie, "url": base}])
         page = await context.new_page()
+        results["browser_floor_empty_page"] = await _browser_times(page, base + MISSING, runs, "h1")
         results["browser_library_list"] = await _browser_times(page, base + "/library", runs, "#sequences li")
         results["browser_sequence_page"] = await _browser_times(page, base + sequence, runs, "ol.steps li.step")
         await browser.close()
     return results
 
 
-async def prepare_thread(server: ServerProcess, ids: list[str]) -> None:
-    """One thread with MEMBERS of the sequences, through the API."""
+async def prepare_threads(server: ServerProcess, ids: list[str]) -> None:
+    """Two threads through the API: MEMBERS of the sequences spread over the store, and SMALL_MEMBERS."""
     bearer = {"Authorization": f"Bearer {server.token}"}
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}", headers=bearer, timeout=60) as http:
-        made = await http.post("/api/v1/threads", json={"name": THREAD, "description": "Payments platform work."})
-        made.raise_for_status()
-        for sequence_id in ids[:: max(1, len(ids) // MEMBERS)][:MEMBERS]:
-            (await http.put(f"/api/v1/threads/{THREAD}/members/{sequence_id}")).raise_for_status()
+        for name, members in (
+            (THREAD, ids[:: max(1, len(ids) // MEMBERS)][:MEMBERS]),
+            (SMALL_THREAD, ids[1:][-SMALL_MEMBERS:]),
+        ):
+            made = await http.post("/api/v1/threads", json={"name": name, "description": "Payments platform work."})
+            made.raise_for_status()
+            for sequence_id in members:
+                (await http.put(f"/api/v1/threads/{name}/members/{sequence_id}")).raise_for_status()
 
 
 async def screenshots(folder: Path, work: Path) -> None:
@@ -233,7 +246,7 @@ async def run(thoughts: int, runs: int, shots: Path | None) -> None:
             started = time.perf_counter()
             ids = fill(store_path(server.data_dir, OWNER_KEY), thoughts)
             built = time.perf_counter() - started
-            await prepare_thread(server, ids)
+            await prepare_threads(server, ids)
             results = await measure(server, ids, runs)
         finally:
             server.stop()
