@@ -106,9 +106,18 @@ async def test_a_change_needs_the_sessions_token_and_our_origin(tmp_path: Path) 
             assert "csrf_refused" in refused.text, case
         threads = await http.get(url)
         assert not re.search(r">(a|b|c|d)</a>", threads.text)
-        made = await http.post(url, data={"name": "ok", "csrf": csrf}, headers={"origin": library.url})
+        made = await http.post(url, data={"name": "ops/db <1>", "csrf": csrf}, headers={"origin": library.url})
         assert made.status_code == 303
-        assert made.headers["location"] == "/library/threads/ok"
+        assert made.headers["location"] == "/library/threads/ops%2Fdb%20%3C1%3E"
+        shown = await http.get(library.url + made.headers["location"])
+        assert shown.status_code == 200
+        assert "<h1>ops/db &lt;1&gt;</h1>" in shown.text
+        renamed = await http.post(
+            library.url + "/library/threads/ops%2Fdb%20%3C1%3E/rename",
+            data={"newName": "ops", "csrf": csrf},
+            headers={"origin": library.url},
+        )
+        assert renamed.headers["location"] == "/library/threads/ops"
 
 
 async def test_sign_out_ends_the_session_even_for_a_kept_copy_of_the_cookie(tmp_path: Path) -> None:

@@ -1,19 +1,22 @@
 """The library in a browser (SPEC §9): the `/library` route group and how it is signed into.
 
 `LibraryPages(settings, clock)` is built before the OAuth door (the door's GitHub callback hands
-library sign-ins to it); `routes(registry, door)` gives the routes to mount. Every page and
-action runs through `_guarded`: no session, no page; a change needs the session's CSRF token and
-a same-origin Origin; a refusal from the library is shown with its code and a fitting status.
+library sign-ins to it); `routes(router, library, door)` gives the routes to mount. Every page and
+action runs through `_guarded`, the pages' outermost handler: no session, no page; a change needs
+the session's CSRF token and a same-origin Origin; a refusal from the library is shown with its
+code and a fitting status; a failure below is a 503 page, never a 500 or a trace.
 With `THOUGHTLINE_LIBRARY=off` only signing in and reading a sequence by its id remain.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import traceback
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import apsw
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -26,16 +29,20 @@ from thoughtline.library.threads import Periods
 from thoughtline.oauth import OAuthDoor
 from thoughtline.pages import actions, views
 from thoughtline.pages.gate import CookieAuth, as_session
-from thoughtline.pages.layout import SECURITY_HEADERS, message_page
+from thoughtline.pages.layout import message_page
 from thoughtline.pages.session import Session, Sessions
 from thoughtline.pages.signin import SignIn
 from thoughtline.pages.source import Search, Source
+from thoughtline.storage.faults import StorageError, caller_text
+from thoughtline.storage.migrations import SchemaTooNewError
 from thoughtline.storage.router import StoreRouter, UserStore
 from thoughtline.storage.signin import SigninStore
 from thoughtline.ui_assets import ui_file
 
 if TYPE_CHECKING:
     from thoughtline.mcp.library_tools import Library
+
+logger = logging.getLogger(__name__)
 
 View = Callable[[Request, Session, Source], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -60,10 +67,10 @@ def refusal_status(code: str) -> int:
 class LibraryPages:
     """The sign-in machinery and, once the tool registry exists, the page routes."""
 
-    def __init__(self, settings: Settings, clock: Clock, data_dir: Path | None = None) -> None:
+    def __init__(self, settings: Settings, clock: Clock) -> None:
         self.settings = settings
         self.clock = clock
-        self.store = SigninStore(data_dir or settings.data_dir, settings.journal)
+        self.store = SigninStore(settings.data_dir, settings.journal)
         self.sessions = Sessions(self.store, clock)
         self.auth = CookieAuth(self.sessions, settings.public_url)
         self.signin = SignIn(self.sessions, self.auth, settings)
@@ -88,6 +95,17 @@ class LibraryPages:
                 except DomainError as refused:
                     status = refusal_status(refused.code)
                     return message_page("That did not work", refused.wire_text(), status=status, session=session)
+                except SchemaTooNewError as exc:
+                    return message_page("Your store cannot be read", f"storage_error: {exc}", status=503)
+                except (StorageError, apsw.Error) as exc:
+                    logger.warning("page %s: storage failure %s", _route(request), type(exc).__name__)
+                    return message_page("Your store cannot be read", f"storage_error: {caller_text(exc)}", status=503)
+                except Exception as exc:
+                    # The message could quote stored text, so only the type and frames are logged.
+                    frames = "".join(traceback.format_tb(exc.__traceback__))
+                    logger.error("page %s failed with %s\n%s", _route(request), type(exc).__name__, frames)
+                    text = "The server failed on this page; a change may or may not have been made, so reload first."
+                    return message_page("Something went wrong", text, status=503, session=session)
 
             return await as_session(session, run)
 
@@ -131,9 +149,9 @@ class LibraryPages:
             Route("/library", page(views.library_page), methods=["GET"]),
             Route("/library/threads", page(views.threads_page), methods=["GET"]),
             Route("/library/threads", act(actions.create_thread), methods=["POST"]),
-            Route("/library/threads/{name}", page(views.thread_page), methods=["GET"]),
+            Route("/library/threads/{name:path}", page(views.thread_page), methods=["GET"]),
             Route(
-                "/library/threads/{name}/{step}",
+                "/library/threads/{name:path}/{step}",
                 _steps(dict.fromkeys(actions.THREAD_STEPS, act(actions.thread_step))),
                 methods=["POST"],
             ),
@@ -148,6 +166,11 @@ class LibraryPages:
     def close(self) -> None:
         """Close the sign-in database's kept connection."""
         self.store.close()
+
+
+def _route(request: Request) -> str:
+    """The route's pattern (never the path itself: it carries thread names)."""
+    return str(getattr(request.scope.get("route"), "path", "?"))
 
 
 def _steps(table: dict[str, Endpoint]) -> Endpoint:
@@ -189,4 +212,4 @@ def _asset(name: str) -> Route:
     return Route(f"/library/assets/{name}", serve, methods=["GET"])
 
 
-__all__ = ["SECURITY_HEADERS", "LibraryPages", "refusal_status"]
+__all__ = ["LibraryPages", "refusal_status"]

@@ -7,6 +7,7 @@ page hands its history to the shared process renderer (ui/render.js) as a JSON d
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -192,7 +193,7 @@ async def thread_page(request: Request, session: Session, source: Source) -> Res
     brief = await source.briefing(name)
     thread = brief["thread"]
     real = str(thread["name"])
-    base = "/library/threads/" + real
+    base = "/library/threads/" + quote(real, safe="")
     archived = thread.get("status") == "archived"
     kind = thread.get("type")
     source_of_type = "set by you" if thread.get("typeSource") == "user" else "derived from its events"
