@@ -48,8 +48,8 @@ START_MS = 1_790_000_000_000
 WORDS = ("cache", "index", "replica", "shard", "lock", "queue", "budget", "hire", "vendor", "schema", "latency")
 
 
-def build_store(path: Path, seed: int = 7) -> dict[str, int]:
-    """Write the benchmark store; returns what it holds."""
+def build_store(path: Path, seed: int = 7, sequences: int = SEQUENCES) -> dict[str, int]:
+    """Write the benchmark store (`sequences` of 20 thoughts; the broad thread holds the first 100)."""
     rng = random.Random(seed)
     conn = connect(path, "wal")
     migrate(conn)
@@ -59,7 +59,7 @@ def build_store(path: Path, seed: int = 7) -> dict[str, int]:
             thread_store.create_thread(conn, name, f"Everything about {name}. Long-running.", START_MS)
     ids = count()
     with write_transaction(conn):
-        for s in range(SEQUENCES):
+        for s in range(sequences):
             joined = rng.sample(names[:TOPICS], rng.choice((1, 1, 2))) + ([BROAD] if s < 100 else [])
             at = START_MS + rng.randrange(60 * DAY_MS)
             seq_id: str | None = None

@@ -51,8 +51,13 @@ class Api:
     search: Search
     authenticators: Sequence[RequestAuthenticator] = field(default_factory=list)
 
-    def endpoint(self, handler: Callable[[Call], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
-        """A Starlette endpoint running `handler` for the authenticated caller in their own store."""
+    def endpoint(
+        self, handler: Callable[[Call], Awaitable[Response]], route: str
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """A Starlette endpoint running `handler` for the authenticated caller in their own store.
+
+        `route` names it in the log (its pattern: a path would carry thread names).
+        """
 
         async def endpoint(request: Request) -> Response:
             try:
@@ -71,14 +76,12 @@ class Api:
             except SchemaTooNewError as exc:
                 return error_response("storage_error", str(exc), UNAVAILABLE)
             except (StorageError, apsw.Error) as exc:
-                logger.warning("api %s %s: storage failure %s", request.method, _route(request), type(exc).__name__)
+                logger.warning("api %s: storage failure %s", route, type(exc).__name__)
                 return error_response("storage_error", caller_text(exc), UNAVAILABLE)
             except Exception as exc:
                 # The message could quote arguments (thought text), so only the type and frames are logged.
                 frames = "".join(traceback.format_tb(exc.__traceback__))
-                logger.error(
-                    "api %s %s failed with %s\n%s", request.method, _route(request), type(exc).__name__, frames
-                )
+                logger.error("api %s failed with %s\n%s", route, type(exc).__name__, frames)
                 return error_response(
                     "internal_error",
                     "the server failed to handle this request; it may or may not have been applied, "
@@ -87,12 +90,6 @@ class Api:
                 )
 
         return endpoint
-
-
-def _route(request: Request) -> str:
-    """The route's pattern (never the path itself: it carries thread names)."""
-    route = request.scope.get("route")
-    return str(getattr(route, "path", "?"))
 
 
 @dataclass(frozen=True)

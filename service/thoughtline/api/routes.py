@@ -59,17 +59,19 @@ def _grouped(api: Api, library: bool) -> list[BaseRoute]:
                 by_path.setdefault(path, {})[method] = handler
     routes: list[BaseRoute] = []
     for path, handlers in by_path.items():
-        endpoints = {method: api.endpoint(h) for method, h in handlers.items()}
-        routes.append(Route(path, _dispatch(endpoints), methods=_METHODS))
+        endpoints = {method: api.endpoint(h, f"{method} {PREFIX}{path}") for method, h in handlers.items()}
+        routes.append(Route(path, _dispatch(endpoints, None if library else _fallback(library)), methods=_METHODS))
     return routes
 
 
-def _dispatch(endpoints: Mapping[str, Endpoint]) -> Endpoint:
-    """Routes a request to its method's endpoint; another method is 405 in the API's shape."""
+def _dispatch(endpoints: Mapping[str, Endpoint], otherwise: Endpoint | None) -> Endpoint:
+    """Routes a request to its method's endpoint; another method is `otherwise`, else 405 in the API's shape."""
     allow = ", ".join(endpoints)
 
     async def dispatch(request: Request) -> Response:
         endpoint = endpoints.get(request.method)
+        if endpoint is None and otherwise is not None:
+            return await otherwise(request)
         if endpoint is None:
             return error_response(
                 "method_not_allowed",

@@ -89,9 +89,7 @@ async def delete_thread(call: Call) -> Response:
     """DELETE /threads/{name}?confirm=true: the thread, its memberships and proposals (never a sequence)."""
     args = call.query(frozenset({"confirm"}))
     name = _name(call)
-    require_confirm(
-        args, "deleting a thread removes its memberships and proposals (never a sequence); add ?confirm=true"
-    )
+    require_confirm(args, "deleting a thread removes its memberships and proposals (never a sequence)")
     return ok(deleted_json(await threads.delete_thread(call.store, name)))
 
 

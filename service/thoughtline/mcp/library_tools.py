@@ -14,10 +14,18 @@ from typing import Any
 import apsw
 
 from thoughtline.clock import now_ms
-from thoughtline.domain.arguments import coerce_int, coerce_sequence_id, coerce_str, parse_instant, reject_unknown
+from thoughtline.domain.arguments import (
+    coerce_int,
+    coerce_sequence_id,
+    coerce_str,
+    one_of,
+    optional_one_of,
+    parse_instant,
+    reject_unknown,
+)
 from thoughtline.domain.wording import counted
 from thoughtline.errors import DomainError, invalid
-from thoughtline.library import model_identity
+from thoughtline.library import model_identity, sequences
 from thoughtline.library.after_commit import AfterCommitWork
 from thoughtline.library.retrieval import Outcome, hybrid_search
 from thoughtline.mcp.library_schemas import (
@@ -31,13 +39,10 @@ from thoughtline.mcp.library_schemas import (
     search_tool,
 )
 from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolSpec
-from thoughtline.storage import history as history_store
-from thoughtline.storage import lifecycle as lifecycle_store
 from thoughtline.storage import search as search_store
 from thoughtline.storage import thoughts as store
 from thoughtline.storage.search import STATUSES, SearchFilters
-
-TARGET_STATUS = {"pause": "paused", "resume": "active", "complete": "completed", "abandon": "abandoned"}
+from thoughtline.wire.sequences import summary_json, transition_json
 
 
 class Library(AfterCommitWork):
@@ -209,51 +214,23 @@ def _manage_handler(discovery: bool) -> Callable[[Mapping[str, Any], ToolContext
     async def handle(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         allowed = {"action", "sequenceId", "status", "limit", "thread"} if discovery else {"action", "sequenceId"}
         reject_unknown(args, frozenset(allowed))
-        action = args.get("action")
-        choices = (*ACTIONS, LIST_ACTION) if discovery else ACTIONS
-        if action not in choices:
-            raise invalid(f"'action' must be one of {', '.join(choices)}; got {str(action)[:30]!r}.")
+        action = one_of(args.get("action"), "action", (*ACTIONS, LIST_ACTION) if discovery else ACTIONS)
         if action == LIST_ACTION:
             return await _list(args, ctx)
         sequence_id = coerce_sequence_id(args, "sequenceId")
         if sequence_id is None:
             raise invalid(f"'sequenceId' is required to {action} a sequence: the id sequentialthinking returned.")
-        return await _transition(str(action), sequence_id, ctx)
+        return await _transition(action, sequence_id, ctx)
 
     return handle
 
 
 async def _transition(action: str, sequence_id: str, ctx: ToolContext) -> ToolOutput:
-    status = TARGET_STATUS[action]
-    at = now_ms(ctx.clock)
-    changed = await ctx.store.write(lambda conn: lifecycle_store.set_status(conn, sequence_id, status, at))
-    if not changed:
-        raise DomainError("sequence_not_found", f"no sequence {sequence_id} in your store; check the id.")
-
-    def snapshot(conn: Any) -> tuple[store.SequenceRow | None, list[history_store.ThoughtRow]]:
-        seq = store.get_sequence(conn, sequence_id)
-        last = history_store.history_rows(conn, seq.rowid, True, None, "desc", 1) if seq else []
-        return seq, last
-
-    seq, last = await ctx.store.read(snapshot)
-    if seq is None:  # deleted between the two calls
-        raise DomainError("sequence_not_found", f"sequence {sequence_id} was deleted meanwhile.")
-    structured: dict[str, Any] = {
-        "sequenceId": sequence_id,
-        "status": seq.status,
-        "thoughtHistoryLength": seq.thought_count,
-        "totalThoughts": seq.total_thoughts,
-    }
+    done = await sequences.change_status(ctx.store, sequence_id, action, now_ms(ctx.clock))
+    seq = done.sequence
     lines = [f"Sequence {sequence_id} is now {seq.status}: {seq.title}"]
-    if action == "resume" and last:
-        t = last[0]
-        structured["lastThought"] = {
-            "thoughtNumber": t.number,
-            "totalThoughts": t.total,
-            "thought": t.body,
-            **({"branchId": t.branch_name} if t.branch_name else {}),
-            "nextThoughtNeeded": t.next_needed,
-        }
+    t = done.last_thought
+    if t is not None:
         where = f" on branch {t.branch_name}" if t.branch_name else ""
         lines += [
             "",
@@ -262,34 +239,15 @@ async def _transition(action: str, sequence_id: str, ctx: ToolContext) -> ToolOu
             "",
             f"Continue with sequentialthinking, sequenceId {sequence_id}, thoughtNumber {t.number + 1}.",
         ]
-    return ToolOutput(text="\n".join(lines), structured=structured)
+    return ToolOutput(text="\n".join(lines), structured=transition_json(done))
 
 
 async def _list(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
-    status = args.get("status")
-    if status is not None and status not in STATUSES:
-        raise invalid(f"'status' must be one of {', '.join(STATUSES)}; got {str(status)[:30]!r}.")
+    status = optional_one_of(args, "status", STATUSES)
     limit = coerce_int(args, "limit", high=MAX_LIMIT) or DEFAULT_LIMIT
     thread = coerce_str(args, "thread", max_chars=128)
-
-    def listed(conn: Any) -> list[lifecycle_store.SequenceSummary]:
-        if thread is not None and not search_store.thread_exists(conn, thread):
-            raise DomainError("thread_not_found", f"no thread named {thread!r}; check the name or omit 'thread'.")
-        return lifecycle_store.list_sequences(conn, status, limit, thread=thread)
-
-    found = await ctx.store.read(listed)
-    items = [
-        {
-            "sequenceId": s.sequence_id,
-            "title": s.title,
-            "status": s.status,
-            "thoughtHistoryLength": s.thought_count,
-            "parentSequenceId": s.parent_sequence_id,
-            "createdAt": store.iso(s.created_at),
-            "updatedAt": store.iso(s.updated_at),
-        }
-        for s in found
-    ]
+    found = await sequences.recent_sequences(ctx.store, status, thread, limit)
+    items = [summary_json(s) for s in found.sequences]
     kind = (f"{status} sequences" if status else "sequences") + (f" in thread {thread!r}" if thread else "")
     lines = [f"{len(items)} most recently updated {kind}:" if items else f"No {kind} stored."]
     lines += [

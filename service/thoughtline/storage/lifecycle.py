@@ -86,7 +86,7 @@ def sequences_page(
     found = conn.execute(
         "SELECT public_id, title, status, thought_count, parent_public_id, created_at, updated_at, id "
         "FROM sequences WHERE (?1 IS NULL OR status = ?1) "
-        "AND (?2 IS NULL OR updated_at < ?2 OR (updated_at = ?2 AND id < ?3)) "
+        "AND (?2 IS NULL OR (updated_at, id) < (?2, ?3)) "
         "AND (?4 IS NULL OR id IN (SELECT m.sequence_id FROM thread_members m JOIN threads th ON th.id = m.thread "
         "WHERE th.name_key = ?4)) "
         "ORDER BY updated_at DESC, id DESC LIMIT ?5",

@@ -1,0 +1,144 @@
+"""`/api/v1/sequences` through a real server: the list and its cursor, history, delete, lifecycle actions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.api_support import api_client, body, refusal
+from tests.thread_support import Served, call, connected, create, served, think
+from thoughtline.config import Settings
+
+pytestmark = pytest.mark.anyio
+MISSING = "seq_" + "0" * 32
+
+
+@pytest.fixture
+def app(settings: Settings) -> Iterator[Served]:
+    with served(settings) as running:
+        yield running
+
+
+async def test_the_list_pages_through_every_sequence_once_newest_first(app: Served) -> None:
+    async with connected(app) as client:
+        written = []
+        for i in range(5):
+            app.clock.advance(0.001)
+            written.append(await think(client, f"sequence {i}"))
+    async with api_client(app) as api:
+        first = body(await api.get("/sequences", params={"limit": "2"}))
+        seen = [s["sequenceId"] for s in first["sequences"]]
+        cursor = first["nextCursor"]
+        while cursor:
+            page = body(await api.get("/sequences", params={"limit": "2", "cursor": cursor}))
+            seen += [s["sequenceId"] for s in page["sequences"]]
+            cursor = page["nextCursor"]
+    assert seen == list(reversed(written))
+    assert set(first["sequences"][0]) >= {"sequenceId", "title", "status", "thoughtHistoryLength", "updatedAt"}
+
+
+async def test_the_list_filters_by_status_and_thread_like_manage_sequence(app: Served) -> None:
+    async with connected(app) as client:
+        await create(client, "pg")
+        member = await think(client, "in the thread", threads=["pg"])
+        done = await think(client, "finished", done=True)
+        tool = await call(client, "manage_sequence", action="list", thread="pg")
+    async with api_client(app) as api:
+        in_thread = body(await api.get("/sequences", params={"thread": "PG"}))
+        completed = body(await api.get("/sequences", params={"status": "completed"}))
+        unknown = refusal(await api.get("/sequences", params={"thread": "nope"}), 404)
+        bad_status = refusal(await api.get("/sequences", params={"status": "done"}), 400)
+        too_many = refusal(await api.get("/sequences", params={"limit": "51"}), 400)
+    assert [s["sequenceId"] for s in in_thread["sequences"]] == [member]
+    assert in_thread["sequences"] == tool["sequences"]
+    assert [s["sequenceId"] for s in completed["sequences"]] == [done]
+    assert unknown[0] == "thread_not_found"
+    assert bad_status == ("invalid_input", "'status' must be one of active, paused, completed, abandoned; got 'done'.")
+    assert too_many[0] == "invalid_input"
+
+
+async def test_a_list_cursor_is_refused_when_edited_reused_with_other_filters_or_of_another_purpose(
+    app: Served,
+) -> None:
+    async with connected(app) as client:
+        for i in range(3):
+            await think(client, f"sequence {i}")
+        seq = await think(client, "one")
+        await think(client, "two", 2, sequenceId=seq)
+        history = await call(client, "get_thought_history", sequenceId=seq, limit=1)
+    async with api_client(app) as api:
+        cursor = body(await api.get("/sequences", params={"limit": "1"}))["nextCursor"]
+        forged = refusal(await api.get("/sequences", params={"cursor": cursor[:-2] + "xx"}), 400)
+        other = refusal(await api.get("/sequences", params={"cursor": cursor, "status": "active"}), 400)
+        foreign = refusal(await api.get("/sequences", params={"cursor": history["nextCursor"]}), 400)
+        crossed = refusal(await api.get(f"/sequences/{seq}", params={"cursor": cursor}), 400)
+    assert forged[0] == other[0] == foreign[0] == crossed[0] == "invalid_input"
+    assert "edited or foreign" in foreign[1]
+    assert "edited or foreign" in crossed[1]
+    assert "'cursor'" in forged[1]
+    assert "filters" in other[1]
+
+
+async def test_history_is_the_tools_shape_and_pages_with_its_cursor(app: Served) -> None:
+    async with connected(app) as client:
+        seq = await think(client, "one")
+        await think(client, "two", 2, sequenceId=seq)
+        await think(client, "alt", 3, sequenceId=seq, branchId="alt", branchFromThought=1)
+        tool = await call(client, "get_thought_history", sequenceId=seq, limit=2)
+        tool_next = await call(client, "get_thought_history", sequenceId=seq, limit=2, cursor=tool["nextCursor"])
+        branch = await call(client, "get_thought_history", sequenceId=seq, branchId="alt", order="desc")
+    async with api_client(app) as api:
+        rest = body(await api.get(f"/sequences/{seq}", params={"limit": "2"}))
+        rest_next = body(await api.get(f"/sequences/{seq}", params={"limit": "2", "cursor": rest["nextCursor"]}))
+        rest_branch = body(await api.get(f"/sequences/{seq}", params={"branchId": "alt", "order": "desc"}))
+        missing = refusal(await api.get(f"/sequences/{MISSING}"), 404)
+        no_branch = refusal(await api.get(f"/sequences/{seq}", params={"branchId": "zzz"}), 404)
+        bad_limit = refusal(await api.get(f"/sequences/{seq}", params={"limit": "101"}), 400)
+        repeated = refusal(await api.get(f"/sequences/{seq}?limit=1&limit=2"), 400)
+    assert rest == tool
+    assert rest_next == tool_next
+    assert rest_branch == branch
+    assert [missing[0], no_branch[0], bad_limit[0]] == ["sequence_not_found", "branch_not_found", "invalid_input"]
+    assert "'limit' is given 2 times" in repeated[1]
+
+
+async def test_delete_needs_confirm_and_removes_the_sequence(app: Served) -> None:
+    async with connected(app) as client:
+        seq = await think(client, "to delete")
+        await think(client, "second", 2, sequenceId=seq)
+    async with api_client(app) as api:
+        unconfirmed = refusal(await api.delete(f"/sequences/{seq}"), 400)
+        kept = app.counts()["thoughts"]
+        deleted = body(await api.delete(f"/sequences/{seq}", params={"confirm": "true"}))
+        again = refusal(await api.delete(f"/sequences/{seq}", params={"confirm": "true"}), 404)
+    assert unconfirmed[0] == "invalid_input"
+    assert kept == 2
+    assert deleted == {"sequenceId": seq, "deleted": True, "deletedThoughts": 2}
+    assert again[0] == "sequence_not_found"
+    assert app.counts()["thoughts"] == 0
+
+
+async def test_lifecycle_actions_set_the_status_and_resume_returns_the_last_thought(app: Served) -> None:
+    async with connected(app) as client:
+        seq = await think(client, "start")
+        await think(client, "where I stopped", 2, sequenceId=seq)
+    async with api_client(app) as api:
+        paused = body(await api.post(f"/sequences/{seq}/pause"))
+        resumed = body(await api.post(f"/sequences/{seq}/resume"))
+        completed = body(await api.post(f"/sequences/{seq}/complete"))
+        abandoned = body(await api.post(f"/sequences/{seq}/abandon"))
+        unknown = refusal(await api.post(f"/sequences/{seq}/archive"), 400)
+        missing = refusal(await api.post(f"/sequences/{MISSING}/pause"), 404)
+        wrong_method = refusal(await api.get(f"/sequences/{seq}/pause"), 405)
+    assert [paused["status"], resumed["status"], completed["status"], abandoned["status"]] == [
+        "paused",
+        "active",
+        "completed",
+        "abandoned",
+    ]
+    assert resumed["lastThought"]["thought"] == "where I stopped"
+    assert "lastThought" not in paused
+    assert unknown[1] == "'action' must be one of pause, resume, complete, abandon; got 'archive'."
+    assert missing[0] == "sequence_not_found"
+    assert wrong_method[0] == "method_not_allowed"
