@@ -224,3 +224,22 @@ async def test_an_access_token_for_the_mcp_endpoints_does_not_open_the_api(tmp_p
         assert refused.json()["error"] == "invalid_token"
         static = {"authorization": f"Bearer {stack.settings.api_token}"}
         assert (await http.get("/api/v1/sequences", headers=static)).status_code == 200
+
+
+async def test_github_sign_in_keeps_to_the_allowlist(tmp_path: Path) -> None:
+    async with running_stack(tmp_path) as stack, httpx.AsyncClient(follow_redirects=True) as http:
+        start = stack.thoughtline.url + "/library/signin/github"
+        stack.fake.sign_in_as(3003, "stranger")
+        refused = await http.post(start, headers={"origin": stack.thoughtline.url})
+        assert refused.status_code == 403
+        assert "Access denied" in refused.text
+        assert COOKIE not in http.cookies
+        foreign = await http.post(start, headers={"origin": "http://127.0.0.1:9"})
+        assert foreign.status_code == 403
+        assert not stack.fake.authorize_requests[1:]  # the foreign form never reached GitHub
+        stack.fake.sign_in_as(2002, "Friend")
+        allowed = await http.post(start, headers={"origin": stack.thoughtline.url})
+        assert allowed.status_code == 200
+        assert COOKIE in http.cookies
+        library = await http.get(stack.thoughtline.url + "/library")
+        assert "signed in as Friend" in library.text
