@@ -14,6 +14,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import apsw
+
 from thoughtline.clock import Clock, now_ms
 from thoughtline.domain.arguments import (
     parse_description,
@@ -80,19 +82,27 @@ class Source:
         return {"sequences": listed, "nextCursor": page.next_cursor}
 
     async def history(self, sequence_id: str, cursor: str | None = None) -> dict[str, Any]:
-        """A sequence's record and its thoughts oldest first, up to MAX_SHOWN_THOUGHTS, and what follows."""
+        """A sequence's record and its thoughts oldest first, up to MAX_SHOWN_THOUGHTS, and what follows.
+
+        Every page of the history tool is read in one snapshot, so the page shows one moment of
+        the sequence even while an agent is still writing to it.
+        """
         args: dict[str, Any] = {"sequenceId": sequence_id, "limit": HISTORY_PAGE, "maxCharacters": HISTORY_CHARACTERS}
         if cursor:
             args["cursor"] = cursor
-        thoughts: list[Any] = []
+
+        def read(conn: apsw.Connection) -> list[history.HistoryPage]:
+            pages = [history.page(conn, parse_history(args))]
+            shown = len(pages[-1].thoughts)
+            while pages[-1].next_cursor and shown < MAX_SHOWN_THOUGHTS:
+                pages.append(history.page(conn, parse_history({**args, "cursor": pages[-1].next_cursor})))
+                shown += len(pages[-1].thoughts)
+            return pages
+
         async with self._store() as opened:
-            while True:
-                page = history_json(await history.read_history(opened, parse_history(args)))
-                thoughts.extend(page["thoughts"])
-                if not page["nextCursor"] or len(thoughts) >= MAX_SHOWN_THOUGHTS:
-                    break
-                args["cursor"] = page["nextCursor"]
-        return {"sequence": page["sequence"], "thoughts": thoughts, "nextCursor": page["nextCursor"]}
+            pages = [history_json(p) for p in await opened.read(read)]
+        thoughts = [t for p in pages for t in p["thoughts"]]
+        return {"sequence": pages[-1]["sequence"], "thoughts": thoughts, "nextCursor": pages[-1]["nextCursor"]}
 
     async def search(self, query: str, *, limit: int) -> dict[str, Any]:
         """Sequences matching `query`, best first (the search tool's operation, one hit per sequence)."""
