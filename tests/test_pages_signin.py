@@ -243,3 +243,15 @@ async def test_github_sign_in_keeps_to_the_allowlist(tmp_path: Path) -> None:
         assert COOKIE in http.cookies
         library = await http.get(stack.thoughtline.url + "/library")
         assert "signed in as Friend" in library.text
+
+
+async def test_a_github_session_ends_when_its_login_leaves_the_allowlist(tmp_path: Path) -> None:
+    async with running_stack(tmp_path) as stack, httpx.AsyncClient(follow_redirects=True) as http:
+        stack.fake.sign_in_as(2002, "friend")
+        await http.post(stack.thoughtline.url + "/library/signin/github", headers={"origin": stack.thoughtline.url})
+        cookie = http.cookies[COOKIE]
+    async with running_stack(tmp_path, allowed=("owner-login",)) as later:  # the same data directory
+        async with httpx.AsyncClient(cookies={COOKIE: cookie}) as http:
+            page = await http.get(later.thoughtline.url + "/library")
+        assert page.status_code == 303
+        assert page.headers["location"] == "/library/signin"

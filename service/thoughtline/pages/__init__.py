@@ -72,7 +72,7 @@ class LibraryPages:
         self.clock = clock
         self.store = SigninStore(settings.data_dir, settings.journal)
         self.sessions = Sessions(self.store, clock)
-        self.auth = CookieAuth(self.sessions, settings.public_url)
+        self.auth = CookieAuth(self.sessions, settings.public_url, settings.allowed_github_logins)
         self.signin = SignIn(self.sessions, self.auth, settings)
 
     def _guarded(self, view: View, source: Source, *, write: bool) -> Endpoint:

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from thoughtline.api.errors import ApiRefusal
-from thoughtline.identity import Principal, reset_principal, set_principal
+from thoughtline.identity import Principal, login_key, reset_principal, set_principal
 from thoughtline.oauth.urls import public_origin
 from thoughtline.pages.session import COOKIE, Session, Sessions
 
@@ -32,10 +32,18 @@ class CookieAuth:
 
     sessions: Sessions
     public_url: str | None
+    allowed_logins: tuple[str, ...] = ()
 
     def session(self, request: Request) -> Session | None:
-        """The live session the request's cookie carries, if any."""
-        return self.sessions.from_cookie(request.cookies.get(COOKIE))
+        """The live session the request's cookie carries, if any.
+
+        A GitHub session ends as soon as its login leaves ALLOWED_GITHUB_LOGIN, as the account's
+        OAuth tokens do; the owner's link session has no login and only its expiry.
+        """
+        session = self.sessions.from_cookie(request.cookies.get(COOKIE))
+        if session is None or session.login is None:
+            return session
+        return session if login_key(session.login) in {login_key(a) for a in self.allowed_logins} else None
 
     def same_origin(self, request: Request) -> bool:
         """Whether the request's Origin header is exactly our own origin (absent counts as foreign)."""

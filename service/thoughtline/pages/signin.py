@@ -26,7 +26,10 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 REFUSALS = {
     "used": ("This sign-in link was already used", "Each link signs in once. Run `thoughtline open` for a new one."),
     "expired": ("This sign-in link has expired", "Links work for 60 seconds. Run `thoughtline open` for a new one."),
-    "invalid": ("This sign-in link is not valid", "It was altered or made for another server. Run `thoughtline open`."),
+    "invalid": (
+        "This sign-in link is not valid",
+        "It was altered, or made with another data directory's key: run `thoughtline open --data-dir <the server's>`.",
+    ),
 }
 
 
