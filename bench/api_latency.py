@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=20, help="timed calls per line (x5 for the lists)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch store")
     args = parser.parse_args()
-    scratch = Path(tempfile.mkdtemp(prefix="api-bench-", dir=Path(__file__).parent))
+    scratch = Path(tempfile.mkdtemp(prefix="api-bench-"))
     try:
         data_dir = scratch / "data"
         path = store_path(data_dir, OWNER_KEY)

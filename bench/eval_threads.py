@@ -13,12 +13,12 @@ sequence is written through the real tools (`sequentialthinking`, `configure_thr
 
 A pair counts as positive when the sequence belongs to the thread and is not already a member.
 A trap proposed is a proposal of a sequence whose topic is a near miss of the thread's topic.
-`--sweep` (train and dev only, pooled; `bench/thread_sweep.py`) replays both flows in memory
-over a grid of threshold / margin / blend, which is how `library.proposals.TUNING` was chosen.
+The calibration grid is `bench/thread_sweep.py` (train and dev only), which replays both flows in
+memory with this module's labels and scoring; this module never imports it (run one way).
 `--model PATH` runs another ONNX embedder (same inputs and outputs as the shipped MiniLM), with
 its own embedding cache (`bench.embed_cache.model_tag`) and fresh stores.
 
-    python -m bench.eval_threads [--splits dev,test] [--sweep] [--model PATH]
+    python -m bench.eval_threads [--splits dev,test] [--model PATH]
 """
 
 from __future__ import annotations
@@ -200,11 +200,11 @@ def _desc(thread: Mapping[str, str]) -> dict[str, str]:
     return {"description": thread["description"]} if thread.get("description") else {}
 
 
-async def evaluate(splits: Sequence[str], sweep: bool, model: Path | None = None, pooling: str = "mean") -> None:
-    """Run both flows on each split and print the scores (and the train/dev sweep when asked)."""
+async def evaluate(splits: Sequence[str], model: Path | None = None, pooling: str = "mean") -> None:
+    """Run both flows on each split and print the scores."""
     embedder = cached_embedder(model, pooling)
     tag = model_tag(model, pooling)
-    print(f"model {tag}; tuning: threshold {TUNING.threshold} margin {TUNING.margin} blend_k {TUNING.blend_k}")
+    print(f"model {tag}; tuning: threshold {TUNING.threshold} words {TUNING.words} blend_k {TUNING.blend_k}")
     # A fresh directory per run: stores made with one model never meet another model's vectors.
     with tempfile.TemporaryDirectory(prefix=f"eval-threads-{tag}-") as tmp:
         for split in splits:
@@ -213,23 +213,17 @@ async def evaluate(splits: Sequence[str], sweep: bool, model: Path | None = None
             print(a.line(f"{split} flow A (threads first, matched on completion)"))
             b = await flow_b(data, embedder, Path(tmp))
             print(b.line(f"{split} flow B (sequences first, backfill, 2 pinned seeds)"))
-    tuned = [s for s in splits if s != "test"]
-    if sweep and tuned:
-        from bench.thread_sweep import run_sweep
-
-        run_sweep([load(s) for s in tuned], embedder, TUNING)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--splits", default="dev,test", help="comma-separated: train, dev, test")
-    parser.add_argument("--sweep", action="store_true", help="grid over the tuning on train/dev (never on test)")
     parser.add_argument("--model", type=Path, help="an ONNX embedding model other than the shipped one")
     parser.add_argument("--pooling", choices=("mean", "cls"), default="mean", help="how --model pools tokens")
     args = parser.parse_args(argv)
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]
-    asyncio.run(evaluate(splits, args.sweep, args.model, args.pooling))
+    asyncio.run(evaluate(splits, args.model, args.pooling))
 
 
 if __name__ == "__main__":

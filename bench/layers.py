@@ -3,16 +3,23 @@
     python -m bench.layers [--calls 300] [--warmup 30]
 
 Layers, each adding to the one before:
-  floor       bare BEGIN IMMEDIATE; INSERT; COMMIT on the same disk
-  writer      the store actor: queue → writer thread → append_thought SQL → COMMIT → future
-  tool        ToolRegistry.call: argument parsing, the writer, the CallToolResult model
-  asgi-null   httpx's in-process ASGI transport against an app that returns a constant (client cost)
-  asgi        the whole Starlette app in process: guards, bearer gate, MCP SDK stateless handling, tool
-  asgi+log    the same with logging configured at INFO, as `thoughtline serve` does by default
-  http        `python -m thoughtline serve` in a child process, blocking httpx client over loopback
+  floor         bare BEGIN IMMEDIATE; INSERT; COMMIT on the same disk
+  writer        the store actor: queue → writer thread → append_thought SQL → COMMIT → future
+  tool          ToolRegistry.call: argument parsing, the writer, the CallToolResult model
+  asgi-null     httpx's in-process ASGI transport against an app that returns a constant (client cost)
+  asgi no-write the whole app calling `bench_constant`, an extra tool that writes nothing: the
+                request path alone (guards, bearer, body gate, direct path, registry); also on /mcp
+  asgi          the whole Starlette app in process on /mcp-compat: guards, bearer gate, body gate, tool
+  asgi /mcp     the same on /mcp (2026-07-28 envelope and routing headers)
+  asgi+log      /mcp-compat with logging configured at INFO, as `thoughtline serve` does by default
+  http          `python -m thoughtline serve` in a child process, blocking httpx client over loopback
+  http /mcp     the same on /mcp
+  http wire     the same server, the minimal socket client of `make bench` (bench/wire.py), /mcp-compat
+  http wire /mcp  … and on /mcp
 
-In-process layers report this process's CPU per call; `http` reports the server's CPU per call.
-This is a diagnostic for the lead, not part of `make bench`.
+In-process layers report this process's CPU per call; `http` rows report the server's CPU per call.
+The httpx rows include httpx's own per-request cost (~0.3 ms of a shared CPU on the client side);
+the wire rows are the server as `make bench` measures it. This is a diagnostic, not part of `make bench`.
 """
 
 from __future__ import annotations
@@ -25,17 +32,18 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+import mcp_types as types
 from starlette.types import Receive, Scope, Send
 
 from bench.floor import measure_floor
-from bench.load import own_cpu_ns, sequential_raw
+from bench.load import own_cpu_ns, sequential_raw, sequential_wire
 from bench.report import ms, table
-from bench.rpc import THOUGHT_TEXT, headers, think_arguments
+from bench.rpc import COMPAT_PATH, MODERN_PATH, THOUGHT_TEXT, call_message, headers, think_arguments
 from bench.run import RESULTS_DIR
 from bench.server import new_token, start
 from bench.stats import Summary
@@ -43,10 +51,10 @@ from thoughtline.clock import SystemClock, now_ms
 from thoughtline.config import Settings
 from thoughtline.domain import arguments
 from thoughtline.identity import OWNER_KEY, Principal, reset_principal, set_principal
-from thoughtline.mcp.tools import ToolRegistry, core_tools, new_sequence_id
+from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolRegistry, ToolSpec, core_tools, new_sequence_id
 from thoughtline.storage import thoughts as store
 from thoughtline.storage.router import StoreRouter
-from thoughtline.web.app import create_app
+from thoughtline.web.app import Extras, create_app
 
 Call = Callable[[int], Awaitable[None]]
 T = TypeVar("T")
@@ -140,19 +148,41 @@ async def _null_app(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def layer_asgi(data_dir: Path, n: int, warmup: int, *, null: bool = False) -> tuple[list[int], int]:
+CONSTANT_TOOL = "bench_constant"
+
+
+async def _constant(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
+    """A tool that writes nothing and answers what `sequentialthinking` answers, in size and shape."""
+    structured = {"sequenceId": "seq_" + "0" * 32, "thoughtNumber": 2, "totalThoughts": 3, "nextThoughtNeeded": True}
+    return ToolOutput(text=f"Thought 2/3\n\n{THOUGHT_TEXT}", structured={**structured, "branches": []})
+
+
+def constant_tool() -> ToolSpec:
+    """`bench_constant`, registered like any extra tool: the app's whole request path without the write."""
+    declaration = types.Tool(name=CONSTANT_TOOL, description="benchmark only", input_schema={"type": "object"})
+    return ToolSpec(declaration, _constant)
+
+
+async def layer_asgi(
+    data_dir: Path,
+    n: int,
+    warmup: int,
+    *,
+    null: bool = False,
+    path: str = COMPAT_PATH,
+    tool: str = "sequentialthinking",
+) -> tuple[list[int], int]:
     """The app (or a constant app) through httpx.ASGITransport: no sockets, no uvicorn."""
     token = new_token()
     settings = Settings(data_dir=data_dir, api_token=token)
-    app: Any = _null_app if null else create_app(settings)
+    app: Any = _null_app if null else create_app(settings, extras=Extras(tools=[constant_tool()]))
     transport = httpx.ASGITransport(app=app)
-    url = "http://127.0.0.1/mcp-compat"
+    url = f"http://127.0.0.1{path}"
     ids = iter(range(1, 10_000_000))
+    routing = headers(token, path) | ({"Mcp-Name": tool} if path == MODERN_PATH else {})
 
     def body(i: int, seq_id: str | None) -> dict[str, Any]:
-        args = think_arguments(THOUGHT_TEXT, i, seq_id)
-        params = {"name": "sequentialthinking", "arguments": args}
-        return {"jsonrpc": "2.0", "id": next(ids), "method": "tools/call", "params": params}
+        return call_message(next(ids), tool, think_arguments(THOUGHT_TEXT, i, seq_id), path)
 
     async def run(client: httpx.AsyncClient) -> tuple[list[int], int]:
         first = await client.post(url, json=body(1, None))
@@ -165,7 +195,7 @@ async def layer_asgi(data_dir: Path, n: int, warmup: int, *, null: bool = False)
 
         return await _timed(call, n, warmup)
 
-    async with httpx.AsyncClient(transport=transport, headers=headers(token)) as client:
+    async with httpx.AsyncClient(transport=transport, headers=routing) as client:
         if null:
             return await run(client)
         async with app.router.lifespan_context(app):
@@ -193,7 +223,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("writer", lambda d: layer_writer(d, args.calls, args.warmup)),
             ("tool", lambda d: layer_tool(d, args.calls, args.warmup)),
             ("asgi-null", lambda d: layer_asgi(d, args.calls, args.warmup, null=True)),
+            ("asgi no-write", lambda d: layer_asgi(d, args.calls, args.warmup, tool=CONSTANT_TOOL)),
+            (
+                "asgi no-write /mcp",
+                lambda d: layer_asgi(d, args.calls, args.warmup, path=MODERN_PATH, tool=CONSTANT_TOOL),
+            ),
             ("asgi", lambda d: layer_asgi(d, args.calls, args.warmup)),
+            ("asgi /mcp", lambda d: layer_asgi(d, args.calls, args.warmup, path=MODERN_PATH)),
         ]
         for name, layer in layers:
             samples, cpu = asyncio.run(_run(layer(scratch / name)))
@@ -211,10 +247,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(("asgi+log", Summary.of_ns(samples), cpu))
         server, _ = start(scratch / "http")
         try:
-            seq = sequential_raw(server, args.calls, args.warmup)
+            for name, path in (("http", COMPAT_PATH), ("http /mcp", MODERN_PATH)):
+                seq = sequential_raw(server, args.calls, args.warmup, path)
+                rows.append((name, Summary.of_ns(seq.samples_ns), seq.server_cpu_ns // args.calls))
+            for name, path in (("http wire", COMPAT_PATH), ("http wire /mcp", MODERN_PATH)):
+                seq = asyncio.run(sequential_wire(server, args.calls, args.warmup, path))
+                rows.append((name, Summary.of_ns(seq.samples_ns), seq.server_cpu_ns // args.calls))
         finally:
             server.stop()
-        rows.append(("http", Summary.of_ns(seq.samples_ns), seq.server_cpu_ns // args.calls))
         rate, writes, commits, largest = asyncio.run(_run(writer_concurrent(scratch / "writer-32", 32, 50)))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

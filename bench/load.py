@@ -19,7 +19,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.rpc import THOUGHT_TEXT, AsyncRpcClient, RpcClient, check, think_arguments
+from bench.rpc import COMPAT_PATH, THOUGHT_TEXT, AsyncRpcClient, RpcClient, check, think_arguments
 from bench.server import ServerProcess
 from bench.wire import WireClient
 
@@ -48,10 +48,10 @@ class Sequential:
     client_cpu_ns: int
 
 
-def sequential_raw(server: ServerProcess, n: int, warmup: int) -> Sequential:
-    """`n` timed calls with a blocking httpx client (plain JSON-RPC POSTs), one sequence."""
+def sequential_raw(server: ServerProcess, n: int, warmup: int, path: str = COMPAT_PATH) -> Sequential:
+    """`n` timed calls with a blocking httpx client (plain JSON-RPC POSTs to `path`), one sequence."""
     samples: list[int] = []
-    with RpcClient(server.url, server.token) as rpc:
+    with RpcClient(f"http://127.0.0.1:{server.port}{path}", server.token) as rpc:
         first = check(rpc.post(rpc.think_body(THOUGHT_TEXT, 1)))
         sequence_id = rpc.sequence_id(first)
         cpu0, own0 = process_cpu_ns(server.pid), own_cpu_ns()
@@ -66,10 +66,10 @@ def sequential_raw(server: ServerProcess, n: int, warmup: int) -> Sequential:
         return Sequential(samples, process_cpu_ns(server.pid) - cpu0, own_cpu_ns() - own0)
 
 
-async def sequential_wire(server: ServerProcess, n: int, warmup: int) -> Sequential:
-    """`n` timed calls with the minimal socket client (`bench.wire`), one sequence."""
+async def sequential_wire(server: ServerProcess, n: int, warmup: int, path: str = COMPAT_PATH) -> Sequential:
+    """`n` timed calls to `path` with the minimal socket client (`bench.wire`), one sequence."""
     samples: list[int] = []
-    async with WireClient(server.port, "/mcp-compat", server.token) as wire:
+    async with WireClient(server.port, path, server.token) as wire:
         first = await wire.call("sequentialthinking", think_arguments(THOUGHT_TEXT, 1))
         sequence_id = str(first["structuredContent"]["sequenceId"])
         cpu0, own0 = process_cpu_ns(server.pid), own_cpu_ns()
@@ -163,14 +163,11 @@ async def concurrent_raw(server: ServerProcess, clients: int, calls: int) -> Con
     return Concurrent(clients, calls, elapsed, samples, server_cpu, client_cpu)
 
 
-async def concurrent_wire(server: ServerProcess, clients: int, calls: int) -> Concurrent:
-    """`clients` tasks on the minimal socket client, each with its own connection and sequence."""
+async def concurrent_wire(server: ServerProcess, clients: int, calls: int, path: str = COMPAT_PATH) -> Concurrent:
+    """`clients` tasks on the minimal socket client to `path`, each with its own connection and sequence."""
     samples: list[int] = []
     async with contextlib.AsyncExitStack() as stack:
-        wires = [
-            await stack.enter_async_context(WireClient(server.port, "/mcp-compat", server.token))
-            for _ in range(clients)
-        ]
+        wires = [await stack.enter_async_context(WireClient(server.port, path, server.token)) for _ in range(clients)]
         firsts = await asyncio.gather(
             *(wire.call("sequentialthinking", think_arguments(THOUGHT_TEXT, 1)) for wire in wires)
         )

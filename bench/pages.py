@@ -89,7 +89,9 @@ def fill(path: Path, thoughts: int) -> list[str]:
                         args["sequenceId"] = sequence_id
                     at += 1000
                     done = store.append_thought(conn, parse_thought(args), at, new_sequence_id(), continue_open=False)
-                    sequence_id = str(done["structured"]["sequenceId"])
+                    if not isinstance(done, store.Written):  # no requestId is sent, so nothing replays
+                        raise RuntimeError("a bench thought was taken for a retry")
+                    sequence_id = done.sequence_id
             ids.append(str(sequence_id))
     finally:
         conn.close()

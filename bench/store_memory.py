@@ -50,7 +50,7 @@ async def worker(data_dir: Path, stores: int, cap: int, large: int, close: str) 
     from thoughtline.domain.arguments import HistoryInput, ThoughtInput
     from thoughtline.mcp import history
     from thoughtline.storage.router import StoreRouter
-    from thoughtline.storage.thoughts import append_thought
+    from thoughtline.storage.thoughts import Replayed, Written, append_thought
 
     router = StoreRouter(data_dir, "wal", SystemClock(), max_open=cap, idle_seconds=-1.0)
     out: dict[str, Any] = {"rss_start": rss_mb()}
@@ -65,7 +65,7 @@ async def worker(data_dir: Path, stores: int, cap: int, large: int, close: str) 
                     f"user {user} thought {n} " + "words " * 40, True, n, 3, sequence_id=None if n == 1 else seq
                 )
 
-                def write(conn: Any, i: ThoughtInput = inp, at: int = n) -> dict[str, Any]:
+                def write(conn: Any, i: ThoughtInput = inp, at: int = n) -> Written | Replayed:
                     return append_thought(conn, i, at, seq)
 
                 await opened.write(write)

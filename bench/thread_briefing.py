@@ -37,7 +37,7 @@ from thoughtline.storage import threads as thread_store
 from thoughtline.storage.db import connect, write_transaction
 from thoughtline.storage.migrations import migrate
 from thoughtline.storage.router import store_path
-from thoughtline.storage.thoughts import append_thought
+from thoughtline.storage.thoughts import Written, append_thought
 
 SEQUENCES = 250
 THOUGHTS_PER_SEQUENCE = 20
@@ -79,7 +79,8 @@ def build_store(path: Path, seed: int = 7, sequences: int = SEQUENCES) -> dict[s
                 )
                 at += rng.randrange(1, 600_000)
                 result = append_thought(conn, inp, at, f"seq_{next(ids):032x}")
-                seq_id = result["structured"]["sequenceId"]
+                assert isinstance(result, Written)
+                seq_id = result.sequence_id
     counted = conn.execute(
         "SELECT (SELECT count(*) FROM thoughts), (SELECT count(*) FROM threads), "
         "(SELECT count(*) FROM thread_members), (SELECT count(*) FROM thoughts WHERE event IS NOT NULL)"

@@ -1,84 +1,134 @@
 """The calibration grid for thread proposals: both flows replayed in memory, on train and dev only.
 
-Uses the same rules as the service (`library.proposals`: `sequence_vector`, `thread_vector`,
-`best_thread`) on one model's vectors of the labelled texts, so a grid of thresholds, margins and
-blends costs one embedding pass. A blend fixes every similarity a flow sees, so each is computed
-once per blend and the threshold / margin grid only re-decides. Several splits are pooled (their
-counts summed); each blend's best point is also shown per split. Also compares a sequence vector
-from its thoughts' vectors with one from every passage vector (each thought cut into passages).
+Uses the service's own rules (`library.proposals`: `sequence_vector`, `thread_vector`,
+`term_vector`, `thread_terms`, `similarity`) on one model's vectors of the labelled texts and on
+their index terms (`storage.threads.terms`, the keyword index's tokenizer), so a grid costs one
+embedding pass. Document frequencies are counted as the store would hold them at each matching:
+over every thought written so far (flow A grows them sequence by sequence). A blend fixes both
+cosines of every pair a flow meets, so each is computed once per blend and the threshold / words
+grid only re-decides. The chosen point is the one whose worst recall (every split and flow, and the
+threshold moved ±0.02) is best while precision stays ≥ 0.9 and no trap is proposed at all three
+thresholds. This module reads `bench.eval_threads` (the labels and the scoring); nothing there
+imports it.
 
-    python -m bench.thread_sweep [--splits train,dev] [--model PATH] [--passages]
+    python -m bench.thread_sweep [--splits train,dev] [--model PATH] [--threshold T --words W --blend-k K]
+    python -m bench.thread_sweep --curve --splits dev,test   # report the curve at the shipped point
 """
 
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import apsw
 
 from bench.embed_cache import cached_embedder, model_tag
+from bench.eval_threads import LabelledSet, Score, load, score
 from thoughtline.library.embed import Embedder
-from thoughtline.library.proposals import TUNING, Tuning, Vector, best_thread, sequence_vector, thread_vector, unit
-from thoughtline.library.search import MAX_CHUNKS, chunk_texts
+from thoughtline.library.proposals import (
+    TUNING,
+    Terms,
+    Tuning,
+    Vector,
+    sequence_vector,
+    similarity,
+    term_cosine,
+    term_vector,
+    thread_terms,
+    thread_vector,
+    unit,
+)
+from thoughtline.storage.threads import terms
 
-if TYPE_CHECKING:
-    from bench.eval_threads import LabelledSet, Score
-
-# Fine-tuned models move cosine levels, so the grid is wider than the shipped model needs.
-THRESHOLDS = [round(0.20 + 0.01 * i, 2) for i in range(61)]
-MARGINS = [0.0, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.10, 0.12, 0.14, 0.16]
-BLENDS = [0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 8.0, 16.0, float("inf")]
+THRESHOLDS = [round(0.15 + 0.01 * i, 2) for i in range(61)]
+WORDS = [0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+BLENDS = [0.5, 1.0, 2.0, 4.0]
 MIN_PRECISION = 0.9
+# The chosen point must hold with the threshold moved this far either way.
+STEADY = 0.02
 
-# One matching of one sequence: its id, cosine per thread (index into sorted topics), the threads
-# it already belongs to at that moment (never proposed to them).
-Match = tuple[str, dict[int, float], frozenset[str]]
+# One matching of one sequence: its id, per thread topic the embeddings' cosine and the words'
+# cosine, and the threads it already belongs to at that moment (never proposed to them).
+Match = tuple[str, dict[str, float], dict[str, float], frozenset[str]]
 
 
-def _vectors(data: LabelledSet, embedder: Embedder, passages: bool) -> dict[str, Vector]:
+@dataclass(frozen=True)
+class Corpus:
+    """One split as a store sees it: sequence vectors, description vectors, and index terms."""
+
+    vectors: dict[str, Vector]
+    descriptions: dict[str, Vector | None]
+    counts: dict[str, Counter[str]]  # sequence id -> term counts over its thoughts
+    thought_terms: dict[str, list[frozenset[str]]]  # sequence id -> each thought's distinct terms
+    description_counts: dict[str, Counter[str]]
+
+
+def corpus(data: LabelledSet, embedder: Embedder) -> Corpus:
+    """Embed and tokenize one split (the tokenizer is the store's, on an in-memory connection)."""
+    conn = apsw.Connection(":memory:")
     owners: list[str] = []
     texts: list[str] = []
+    counts: dict[str, Counter[str]] = {}
+    per_thought: dict[str, list[frozenset[str]]] = {}
     for seq in data.sequences:
+        counts[seq["id"]] = Counter()
+        per_thought[seq["id"]] = []
         for t in seq["thoughts"]:
-            parts = chunk_texts(t["thought"], MAX_CHUNKS, 0) if passages else [" ".join(t["thought"].split())]
-            owners += [seq["id"]] * len(parts)
-            texts += parts
+            owners.append(seq["id"])
+            texts.append(" ".join(t["thought"].split()))
+            cut = terms(conn, t["thought"])
+            counts[seq["id"]].update(cut)
+            per_thought[seq["id"]].append(frozenset(cut))
     matrix = embedder.embed(texts)
-    out: dict[str, Vector] = {}
+    vectors: dict[str, Vector] = {}
     for seq in data.sequences:
-        rows = matrix[[i for i, o in enumerate(owners) if o == seq["id"]]]
-        v = sequence_vector(rows)
+        v = sequence_vector(matrix[[i for i, o in enumerate(owners) if o == seq["id"]]])
         if v is not None:
-            out[seq["id"]] = v
-    return out
+            vectors[seq["id"]] = v
+    topics = sorted(data.threads)
+    described = [data.threads[t].get("description") or "" for t in topics]
+    dm = embedder.embed(described)
+    descriptions = {t: unit(dm[i]) if described[i] else None for i, t in enumerate(topics)}
+    description_counts = {t: Counter(terms(conn, described[i])) for i, t in enumerate(topics)}
+    conn.close()
+    return Corpus(vectors, descriptions, counts, per_thought, description_counts)
 
 
-def _descriptions(data: LabelledSet, embedder: Embedder) -> dict[str, Vector | None]:
-    names = sorted(data.threads)
-    matrix = embedder.embed([data.threads[t].get("description") or "" for t in names])
-    return {t: unit(matrix[i]) if data.threads[t].get("description") else None for i, t in enumerate(names)}
+class Statistics:
+    """Document frequencies over the thoughts written so far, as the keyword index counts them."""
+
+    def __init__(self) -> None:
+        self.documents = 0
+        self.frequency: Counter[str] = Counter()
+
+    def add(self, thought_terms: Sequence[frozenset[str]]) -> None:
+        """Count one written sequence's thoughts."""
+        self.documents += len(thought_terms)
+        for distinct in thought_terms:
+            self.frequency.update(distinct)
 
 
-def _threads(
-    data: LabelledSet,
-    desc: Mapping[str, Vector | None],
-    seqv: Mapping[str, Vector],
-    members: Mapping[str, set[str]],
-    k: float,
-) -> dict[str, Vector]:
-    out: dict[str, Vector] = {}
-    for topic in data.threads:
-        # k = 0 is the members' centroid alone, k = inf the description alone (n / (n + k)).
-        v = thread_vector(desc[topic], [seqv[s] for s in sorted(members[topic]) if s in seqv], k)
-        if v is not None:
-            out[topic] = v
-    return out
-
-
-def _sims(thread_vectors: Mapping[str, Vector], order: Sequence[str], v: Vector) -> dict[int, float]:
-    return {i: float(v @ thread_vectors[t]) for i, t in enumerate(order) if t in thread_vectors}
+def _cosines(
+    data: LabelledSet, c: Corpus, stats: Statistics, members: Mapping[str, set[str]], k: float, seq_id: str
+) -> tuple[dict[str, float], dict[str, float]]:
+    """One sequence's cosines against every thread, with the statistics and members of that moment."""
+    seq_words = term_vector(c.counts[seq_id], stats.frequency, stats.documents)
+    dense: dict[str, float] = {}
+    sparse: dict[str, float] = {}
+    for topic in sorted(data.threads):
+        ids = [s for s in sorted(members[topic]) if s in c.vectors]
+        v = thread_vector(c.descriptions[topic], [c.vectors[s] for s in ids], k)
+        if v is None:
+            continue
+        described = term_vector(c.description_counts[topic], stats.frequency, stats.documents)
+        member_words: list[Terms] = [term_vector(c.counts[s], stats.frequency, stats.documents) for s in ids]
+        dense[topic] = float(c.vectors[seq_id] @ v)
+        sparse[topic] = term_cosine(seq_words, thread_terms(described, member_words, k))
+    return dense, sparse
 
 
 def _member_of(members: Mapping[str, set[str]], seq_id: str) -> frozenset[str]:
@@ -94,78 +144,59 @@ def completes(seq: Mapping[str, Any]) -> bool:
     return any(t["nextThoughtNeeded"] is False for t in seq["thoughts"])
 
 
-def matches_a(
-    data: LabelledSet, desc: Mapping[str, Vector | None], seqv: Mapping[str, Vector], k: float
-) -> list[Match]:
+def matches_a(data: LabelledSet, c: Corpus, k: float) -> list[Match]:
     """Threads first: seeds join at their first thought, each completed sequence is matched then."""
-    order = sorted(data.threads)
     members: dict[str, set[str]] = {t: set() for t in data.threads}
     seed_of = {s: t for t, seeds in data.seeds.items() for s in seeds}
+    stats = Statistics()
     out: list[Match] = []
     for seq in data.sequences:
+        stats.add(c.thought_terms[seq["id"]])
         if seq["id"] in seed_of:
             members[seed_of[seq["id"]]].add(seq["id"])
-        if not completes(seq) or seq["id"] not in seqv:
+        if not completes(seq) or seq["id"] not in c.vectors:
             continue
-        sims = _sims(_threads(data, desc, seqv, members, k), order, seqv[seq["id"]])
-        out.append((seq["id"], sims, _member_of(members, seq["id"])))
+        dense, sparse = _cosines(data, c, stats, members, k, seq["id"])
+        out.append((seq["id"], dense, sparse, _member_of(members, seq["id"])))
     return out
 
 
-def matches_b(
-    data: LabelledSet, desc: Mapping[str, Vector | None], seqv: Mapping[str, Vector], k: float
-) -> list[Match]:
+def matches_b(data: LabelledSet, c: Corpus, k: float) -> list[Match]:
     """Sequences first: every stored sequence against threads holding their two pinned seeds."""
-    order = sorted(data.threads)
     members = {t: set(s) for t, s in data.seeds.items()}
-    vectors = _threads(data, desc, seqv, members, k)
-    return [
-        (s["id"], _sims(vectors, order, seqv[s["id"]]), _member_of(members, s["id"]))
-        for s in data.sequences
-        if s["id"] in seqv
-    ]
-
-
-def decide(data: LabelledSet, matches: Sequence[Match], tuning: Tuning) -> list[tuple[str, str]]:
-    """The (thread topic, sequence id) pairs proposed under `tuning`."""
-    order = sorted(data.threads)
-    out: list[tuple[str, str]] = []
-    for seq_id, sims, member_of in matches:
-        chosen = best_thread(sims, tuning)
-        if chosen is not None and order[chosen[0]] not in member_of:
-            out.append((order[chosen[0]], seq_id))
+    stats = Statistics()
+    for seq in data.sequences:
+        stats.add(c.thought_terms[seq["id"]])
+    out: list[Match] = []
+    for seq in data.sequences:
+        if seq["id"] in c.vectors:
+            dense, sparse = _cosines(data, c, stats, members, k, seq["id"])
+            out.append((seq["id"], dense, sparse, _member_of(members, seq["id"])))
     return out
 
 
-def pooled(scores: Sequence[Score]) -> Score:
-    """One score with the counts of several splits summed."""
-    from bench.eval_threads import Score
-
-    out = Score()
-    for s in scores:
-        out.positives += s.positives
-        out.true_positive += s.true_positive
-        out.false_positive += s.false_positive
-        out.traps += s.traps
-        out.trap_pairs += s.trap_pairs
+def decide(matches: Sequence[Match], tuning: Tuning) -> list[tuple[str, str]]:
+    """The (thread topic, sequence id) pairs proposed under `tuning`: each thread judges on its own."""
+    out: list[tuple[str, str]] = []
+    for seq_id, dense, sparse, member_of in matches:
+        for topic in sorted(dense):
+            if topic not in member_of and similarity(dense[topic], sparse[topic], tuning) >= tuning.threshold:
+                out.append((topic, seq_id))
     return out
 
 
 @dataclass
 class Replay:
-    """One split's matchings under one blend, ready to be decided at any threshold and margin."""
+    """One split's matchings under one blend, ready to be decided at any threshold and words share."""
 
     data: LabelledSet
     a: list[Match]
     b: list[Match]
 
     def scores(self, tuning: Tuning) -> tuple[Score, Score]:
-        from bench.eval_threads import score
-
+        """Flow A's and flow B's scores under `tuning`."""
         seeds = {t: set(s) for t, s in self.data.seeds.items()}
-        return score(self.data, decide(self.data, self.a, tuning), seeds), score(
-            self.data, decide(self.data, self.b, tuning), seeds
-        )
+        return score(self.data, decide(self.a, tuning), seeds), score(self.data, decide(self.b, tuning), seeds)
 
 
 def _fmt(a: Score, b: Score) -> str:
@@ -175,105 +206,98 @@ def _fmt(a: Score, b: Score) -> str:
     return f"{side('A', a)} · {side('B', b)}"
 
 
-def _qualifies(a: Score, b: Score) -> bool:
-    return min(a.precision, b.precision) >= MIN_PRECISION and a.traps == 0 and b.traps == 0
+def _worst(replays: Sequence[Replay], tuning: Tuning) -> float | None:
+    """The worst recall over every split and flow, or None when a precision falls below 0.9 or a trap is proposed."""
+    worst = 1.0
+    for r in replays:
+        for s in r.scores(tuning):
+            if s.precision < MIN_PRECISION or s.traps:
+                return None
+            worst = min(worst, s.recall)
+    return worst
 
 
-def best_point(replays: Sequence[Replay], k: float, per_split: bool) -> tuple[Tuning, Score, Score] | None:
-    """The grid point with the best worse-flow recall at precision ≥ 0.9 in both flows and no trap.
+def best_point(replays: Sequence[Replay], k: float, words: float) -> tuple[Tuning, float] | None:
+    """The threshold whose worst recall, over every split and flow at it and at ±0.02, is best.
 
-    Pooled over the splits, or (`per_split`) holding in every split, recall the worst split and flow.
-    Ties keep the lowest threshold, then the lowest margin (the rule the shipped point came from).
+    Every split and flow must keep precision ≥ 0.9 and propose no trap at all three thresholds.
+    Ties keep the lowest threshold.
     """
-    best: tuple[float, Tuning, Score, Score] | None = None
+    best: tuple[Tuning, float] | None = None
     for threshold in THRESHOLDS:
-        for margin in MARGINS:
-            tuning = Tuning(threshold, margin, k)
-            each = [r.scores(tuning) for r in replays]
-            a, b = pooled([s[0] for s in each]), pooled([s[1] for s in each])
-            if per_split:
-                if not all(_qualifies(x, y) for x, y in each):
-                    continue
-                worst = min(min(x.recall, y.recall) for x, y in each)
-            else:
-                if not _qualifies(a, b):
-                    continue
-                worst = min(a.recall, b.recall)
-            if best is None or worst > best[0]:
-                best = (worst, tuning, a, b)
-    return None if best is None else best[1:]
+        around = [Tuning(round(threshold + d, 2), words, k) for d in (-STEADY, 0.0, STEADY)]
+        each = [_worst(replays, t) for t in around]
+        if any(w is None for w in each):
+            continue
+        worst = min(w for w in each if w is not None)
+        if best is None or worst > best[1]:
+            best = (around[1], worst)
+    return best
 
 
-def replays(sets: Sequence[LabelledSet], embedder: Embedder, passages: bool, k: float) -> list[Replay]:
+def replays(sets: Sequence[LabelledSet], corpora: Mapping[str, Corpus], k: float) -> list[Replay]:
     """Each split's matchings under blend `k`."""
-    out = []
-    for data in sets:
-        desc = _descriptions(data, embedder)
-        seqv = _vectors(data, embedder, passages)
-        out.append(Replay(data, matches_a(data, desc, seqv, k), matches_b(data, desc, seqv, k)))
-    return out
+    return [Replay(d, matches_a(d, corpora[d.split], k), matches_b(d, corpora[d.split], k)) for d in sets]
 
 
-def run_sweep(sets: Sequence[LabelledSet], embedder: Embedder, current: Tuning, passages: bool = True) -> None:
-    """Print, per sequence-vector kind and blend, the best grid points (pooled, and in every split)."""
-    names = "+".join(d.split for d in sets)
-    for use_passages in (False, True) if passages else (False,):
-        kind = "mean of passage vectors" if use_passages else "mean of thought vectors"
-        for k in BLENDS:
-            rs = replays(sets, embedder, use_passages, k)
-            for per_split in (False, True):
-                rule = "every split" if per_split else f"pooled {names}"
-                found = best_point(rs, k, per_split)
-                if found is None:
-                    print(f"sweep {kind}, blend_k {k}, {rule}: no point reaches the rule")
-                    continue
-                tuning, a, b = found
-                print(
-                    f"sweep {kind}, blend_k {k}, {rule}: "
-                    f"threshold {tuning.threshold} margin {tuning.margin} -> {_fmt(a, b)}"
-                )
-                for r in rs if len(rs) > 1 else []:
-                    print(f"    {r.data.split}: {_fmt(*r.scores(tuning))}")
-    around(sets, embedder, current)
+def run_sweep(sets: Sequence[LabelledSet], embedder: Embedder, current: Tuning) -> None:
+    """Print, per blend and words share, the steadiest best point, then each split around `current`."""
+    corpora = {d.split: corpus(d, embedder) for d in sets}
+    for k in BLENDS:
+        rs = replays(sets, corpora, k)
+        for words in WORDS:
+            found = best_point(rs, k, words)
+            if found is None:
+                print(f"sweep blend_k {k} words {words}: no threshold holds the rule")
+                continue
+            tuning, worst = found
+            print(f"sweep blend_k {k} words {words}: threshold {tuning.threshold} (worst recall ±0.02 {worst:.3f})")
+            for r in rs:
+                print(f"    {r.data.split}: {_fmt(*r.scores(tuning))}")
+    curve(sets, corpora, current)
 
 
-def around(sets: Sequence[LabelledSet], embedder: Embedder, tuning: Tuning) -> None:
-    """Each split's scores at `tuning` and at thresholds ±0.02 and ±0.04 around it."""
-    rs = replays(sets, embedder, False, tuning.blend_k)
-    for delta in (-0.04, -0.02, 0.0, 0.02, 0.04):
-        t = Tuning(round(tuning.threshold + delta, 2), tuning.margin, tuning.blend_k)
+def curve(sets: Sequence[LabelledSet], corpora: Mapping[str, Corpus], tuning: Tuning) -> None:
+    """Each split's scores at `tuning` and at thresholds from -0.04 to +0.04 around it, by 0.01."""
+    rs = replays(sets, corpora, tuning.blend_k)
+    for step in range(-4, 5):
+        t = Tuning(round(tuning.threshold + 0.01 * step, 2), tuning.words, tuning.blend_k)
         for r in rs:
             print(
-                f"around blend_k {t.blend_k} margin {t.margin}, threshold {t.threshold}, "
+                f"around blend_k {t.blend_k} words {t.words}, threshold {t.threshold}, "
                 f"{r.data.split}: {_fmt(*r.scores(t))}"
             )
 
 
-def splits_arg(text: str) -> list[str]:
-    """The splits of a calibration run; test is refused (it is never tuned on)."""
+def splits_arg(text: str, tuning: bool) -> list[str]:
+    """The splits of a run; a calibration grid refuses test (it is never tuned on)."""
     splits = [s.strip() for s in text.split(",") if s.strip()]
-    if "test" in splits:
-        raise SystemExit("the sweep is calibration: run it on train and dev only, never on test")
+    if tuning and "test" in splits:
+        raise SystemExit("the sweep is calibration: run it on train and dev only, never on test (--curve reports)")
     return splits
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command-line entry point."""
-    from bench.eval_threads import load
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--splits", default="train,dev")
     parser.add_argument("--model", type=Path, help="an ONNX embedding model other than the shipped one")
     parser.add_argument("--pooling", choices=("mean", "cls"), default="mean", help="how --model pools tokens")
-    parser.add_argument("--passages", action="store_true", help="also sweep sequence vectors from passages")
     parser.add_argument("--threshold", type=float, default=TUNING.threshold, help="the point to show around")
-    parser.add_argument("--margin", type=float, default=TUNING.margin)
+    parser.add_argument("--words", type=float, default=TUNING.words)
     parser.add_argument("--blend-k", type=float, default=TUNING.blend_k)
+    parser.add_argument(
+        "--curve", action="store_true", help="no grid: only the curve around the point (a report; test allowed)"
+    )
     args = parser.parse_args(argv)
     embedder = cached_embedder(args.model, args.pooling)
     print(f"model {model_tag(args.model, args.pooling)}; shipped tuning {TUNING}")
-    sets = [load(s) for s in splits_arg(args.splits)]
-    run_sweep(sets, embedder, Tuning(args.threshold, args.margin, args.blend_k), args.passages)
+    sets = [load(s) for s in splits_arg(args.splits, tuning=not args.curve)]
+    point = Tuning(args.threshold, args.words, args.blend_k)
+    if args.curve:
+        curve(sets, {d.split: corpus(d, embedder) for d in sets}, point)
+    else:
+        run_sweep(sets, embedder, point)
 
 
 if __name__ == "__main__":

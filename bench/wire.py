@@ -3,7 +3,7 @@
 httpx spends about a millisecond of CPU per request; on a 2-core machine that shares the CPUs with
 the server under test, the load generator then caps the result. This client writes one
 pre-formatted request and reads one `Content-Length` response, nothing more (no chunked bodies, no
-redirects, no TLS) — enough for `/mcp-compat` JSON responses from uvicorn.
+redirects, no TLS) — enough for the JSON responses of either MCP endpoint from uvicorn.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 import types
 from typing import Any
 
-from bench.rpc import headers
+from bench.rpc import MODERN_PATH, call_message, headers
 
 MAX_HEADER_LINES = 100
 
@@ -24,8 +24,9 @@ class WireClient:
     def __init__(self, port: int, path: str, token: str) -> None:
         self._port = port
         lines = [f"POST {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Connection: keep-alive"]
-        lines += [f"{name}: {value}" for name, value in headers(token).items()]
+        lines += [f"{name}: {value}" for name, value in headers(token, path).items()]
         self._head = "\r\n".join(lines)
+        self._path = path
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._ids = 0
@@ -46,14 +47,9 @@ class WireClient:
         if self._reader is None or self._writer is None:
             raise RuntimeError("open the client with `async with` first")
         self._ids += 1
-        message = {
-            "jsonrpc": "2.0",
-            "id": self._ids,
-            "method": "tools/call",
-            "params": {"name": name, "arguments": arguments},
-        }
-        body = json.dumps(message).encode()
-        self._writer.write(f"{self._head}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        body = json.dumps(call_message(self._ids, name, arguments, self._path)).encode()
+        routing = f"\r\nMcp-Name: {name}" if self._path == MODERN_PATH else ""
+        self._writer.write(f"{self._head}{routing}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
         status_line = await self._reader.readline()
         status = int(status_line.split()[1])
         length = 0

@@ -59,7 +59,7 @@ def test_importing_json_that_is_not_an_export_is_refused(tmp_path: Path) -> None
     refused(cli("import", "-", env={"THOUGHTLINE_DATA_DIR": str(data)}, stdin="[1, 2]\n"), "not an export record")
     refused(
         cli("import", "-", env={"THOUGHTLINE_DATA_DIR": str(data)}, stdin='{"type": "thought"}\n'),
-        "record 1 ('thought') is incomplete",
+        "line 1: thought record: lacks 'sequence_id'",
         "Nothing was imported",
     )
 

@@ -37,6 +37,8 @@ def test_values_are_parsed_and_normalised() -> None:
     assert settings.allowed_hostnames == ("thoughts.example.com",)
     assert settings.public_url == "https://thoughts.example.com"
     assert (settings.journal, settings.retention_days, settings.library) == ("truncate", 30, False)
+    assert settings.related  # on unless THOUGHTLINE_RELATED=off
+    assert not Settings.from_env({"THOUGHTLINE_RELATED": " OFF "}).related
     assert settings.github_enabled
     assert settings.github_base_url == "https://ghe.example.com"
 
@@ -63,6 +65,7 @@ def test_an_unset_token_closes_the_bearer_door_and_says_why() -> None:
     [
         ("THOUGHTLINE_JOURNAL", "delete"),
         ("THOUGHTLINE_LIBRARY", "maybe"),
+        ("THOUGHTLINE_RELATED", "sometimes"),
         ("THOUGHTLINE_PUBLIC_URL", "thoughts.example.com"),
         ("PORT", "eighty"),
         ("THOUGHT_RETENTION_DAYS", "-1"),

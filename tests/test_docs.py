@@ -75,6 +75,7 @@ SAMPLES = {
     "THOUGHTLINE_JOURNAL": "truncate",
     "THOUGHT_RETENTION_DAYS": "30",
     "THOUGHTLINE_LIBRARY": "off",
+    "THOUGHTLINE_RELATED": "off",
     "THOUGHTLINE_OWNER": "someone",
     "GITHUB_CLIENT_ID": "id",
     "GITHUB_CLIENT_SECRET": "secret",

@@ -38,6 +38,15 @@ def test_health_is_open_and_deep_health_needs_auth(server: ThreadServer) -> None
     assert deep["store"]["current"] is True
 
 
+@pytest.mark.parametrize("auth", [None, "Bearer wrong-token"])
+def test_deep_health_is_refused_by_the_same_bearer_check_as_mcp(server: ThreadServer, auth: str | None) -> None:
+    headers = {"Authorization": auth} if auth else {}
+    denied = httpx.get(server.base_url + "/healthz?deep=1", headers=headers)
+    mcp = httpx.post(server.base_url + "/mcp", json=INIT, headers={**MCP_HEADERS, **headers})
+    assert (denied.status_code, denied.headers["www-authenticate"]) == (401, mcp.headers["www-authenticate"])
+    assert denied.json() == mcp.json()
+
+
 @pytest.mark.parametrize("path", ["/mcp", "/mcp-compat"])
 @pytest.mark.parametrize("auth", [None, "Bearer wrong-token", "Basic abc", "Bearer", "Bearer " + "x" * 5000])
 def test_missing_or_bad_tokens_get_401_pointing_at_the_path_metadata(

@@ -1,16 +1,23 @@
-"""The pure proposal rules: thread and sequence vectors, the blend, and the threshold-plus-margin pick."""
+"""The pure proposal rules: thread and sequence vectors, the words, the blend, and each thread's own judgement."""
 
 from __future__ import annotations
+
+import math
+from collections import Counter
 
 import numpy as np
 import pytest
 
 from thoughtline.library.proposals import (
+    ThreadProfile,
     Tuning,
-    best_thread,
     member_weight,
-    pick,
+    picks,
     sequence_vector,
+    similarity,
+    term_cosine,
+    term_vector,
+    thread_terms,
     thread_vector,
     unit,
 )
@@ -52,25 +59,56 @@ def test_a_sequence_vector_is_the_unit_mean_of_its_thoughts() -> None:
     assert sequence_vector(np.zeros((0, 2), dtype=np.float32)) is None
 
 
-@pytest.mark.parametrize(
-    ("sims", "expected"),
-    [
-        ({1: 0.60, 2: 0.30}, (1, 0.60)),
-        ({1: 0.60, 2: 0.59}, None),  # too close to the runner-up: a near miss
-        ({1: 0.40, 2: 0.10}, None),  # below the threshold
-        ({7: 0.50}, (7, 0.50)),  # one thread: the threshold alone decides
-        ({}, None),
-    ],
-)
-def test_the_best_thread_needs_the_threshold_and_a_margin_over_the_runner_up(
-    sims: dict[int, float], expected: tuple[int, float] | None
-) -> None:
-    assert best_thread(sims, Tuning(threshold=0.45, margin=0.05, blend_k=8.0)) == expected
+def test_a_word_every_thought_uses_weighs_least_and_a_rare_one_most() -> None:
+    words = term_vector(Counter({"the": 1, "pgbouncer": 1, "queri": 1}), {"the": 100, "queri": 30}, 100)
+    assert words["pgbouncer"] > words["queri"] > words["the"] > 0
+    assert math.fsum(w * w for w in words.values()) == pytest.approx(1.0)
+    # A young store: every word still counts, so its words are compared at all.
+    assert term_vector(Counter({"hose": 2}), {"hose": 1}, 1) == {"hose": pytest.approx(1.0)}
+    assert term_vector(Counter(), {}, 0) == {}
+
+
+def test_a_threads_words_blend_description_and_members_like_its_vector() -> None:
+    description = {"index": 1.0}
+    member = {"vacuum": 1.0}
+    assert thread_terms(description, [], 1.0) == description
+    assert thread_terms({}, [member, member], 1.0) == pytest.approx(member)
+    blended = thread_terms(description, [member], 1.0)  # one member weighs 1 / (1 + 1)
+    assert blended["index"] == pytest.approx(blended["vacuum"])
+    assert term_cosine(blended, description) == pytest.approx(math.sqrt(0.5))
+    assert term_cosine({}, description) == 0.0
+
+
+def test_the_similarity_weighs_the_words_by_their_share() -> None:
+    assert similarity(0.6, 0.2, Tuning(threshold=0.5, words=0.0)) == pytest.approx(0.6)
+    assert similarity(0.6, 0.2, Tuning(threshold=0.5, words=0.25)) == pytest.approx(0.5)
+
+
+def test_each_thread_judges_the_sequence_on_its_own() -> None:
+    # Two threads close to each other and to the sequence: both are proposed (no runner-up rule).
+    threads = {1: ThreadProfile(v(1, 0.1, 0), {}), 2: ThreadProfile(v(1, 0, 0.1), {}), 3: ThreadProfile(v(0, 0, 1), {})}
+    thoughts = np.stack([v(1, 0.05, 0.05)])
+    chosen = picks(threads, [11], thoughts, {}, Tuning(threshold=0.5, words=0.0))
+    assert [p.thread for p in chosen] == [1, 2]
+    assert all(p.similarity >= 0.5 for p in chosen)
+
+
+def test_shared_rare_words_lift_a_thread_over_the_threshold() -> None:
+    thread = {1: ThreadProfile(v(1, 1, 0), {"pgbouncer": 0.8, "pool": 0.6})}
+    thoughts = np.stack([v(1, 0, 0)])  # cosine 0.71 with the thread's vector
+    words = {"pgbouncer": 1.0}
+    assert picks(thread, [5], thoughts, {}, Tuning(threshold=0.7, words=0.3)) == []
+    (lifted,) = picks(thread, [5], thoughts, words, Tuning(threshold=0.7, words=0.3))
+    assert lifted.similarity == pytest.approx(0.7 * math.sqrt(0.5) + 0.3 * 0.8, abs=1e-4)
+
+
+def test_a_thread_without_a_vector_is_never_matched() -> None:
+    threads = {1: ThreadProfile(None, {"hose": 1.0})}
+    assert picks(threads, [1], np.stack([v(1, 0)]), {"hose": 1.0}, Tuning(threshold=0.1, words=0.9)) == []
 
 
 def test_the_evidence_is_the_thought_closest_to_the_thread() -> None:
-    threads = {1: v(1, 0, 0), 2: v(0, 0, 1)}
+    threads = {1: ThreadProfile(v(1, 0, 0), {}), 2: ThreadProfile(v(0, 0, 1), {})}
     thoughts = np.stack([v(0.2, 1, 0), v(1, 0.1, 0), v(0.5, 0.5, 0)])
-    chosen = pick(threads, [11, 12, 13], thoughts, Tuning(threshold=0.5, margin=0.05, blend_k=8.0))
-    assert chosen is not None
+    (chosen,) = picks(threads, [11, 12, 13], thoughts, {}, Tuning(threshold=0.5, words=0.0))
     assert (chosen.thread, chosen.evidence_thought) == (1, 12)

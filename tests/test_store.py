@@ -6,7 +6,6 @@ import asyncio
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import apsw
 import pytest
@@ -16,7 +15,7 @@ from thoughtline.identity import OWNER_KEY, github_user_key
 from thoughtline.storage import migrations
 from thoughtline.storage.db import Writer, connect
 from thoughtline.storage.router import StoreRouter, store_path
-from thoughtline.storage.thoughts import append_thought, get_sequence
+from thoughtline.storage.thoughts import Replayed, Written, append_thought, get_sequence
 
 pytestmark = pytest.mark.anyio
 
@@ -86,7 +85,8 @@ async def test_queued_writes_share_one_commit_and_a_failure_rolls_back_alone(tmp
     writer.start(migrations.migrate)
     try:
         first = await writer.submit(lambda c: append_thought(c, thought(1), 1, "seq_" + "1" * 32))
-        seq = first["structured"]["sequenceId"]
+        assert isinstance(first, Written)
+        seq = first.sequence_id
         entered, gate = threading.Event(), threading.Event()
 
         def hold(conn: apsw.Connection) -> bool:
@@ -97,7 +97,7 @@ async def test_queued_writes_share_one_commit_and_a_failure_rolls_back_alone(tmp
         assert await asyncio.to_thread(entered.wait, 10)  # the writer thread is now busy inside `hold`
         commits_before = writer.stats.commits
 
-        def job(n: int) -> Callable[[apsw.Connection], dict[str, Any]]:
+        def job(n: int) -> Callable[[apsw.Connection], Written | Replayed]:
             return lambda c: append_thought(c, thought(n, seq), n, "unused")
 
         good = [asyncio.ensure_future(writer.submit(job(n))) for n in range(2, 12)]
@@ -107,7 +107,7 @@ async def test_queued_writes_share_one_commit_and_a_failure_rolls_back_alone(tmp
         results = await asyncio.gather(*good)
         with pytest.raises(Exception, match="sequence_not_found"):
             await bad
-        assert [r["structured"]["thoughtHistoryLength"] for r in results] == list(range(2, 12))
+        assert [r.count for r in results if isinstance(r, Written)] == list(range(2, 12))
         # The blocker's transaction plus one more carried all eleven queued calls.
         assert writer.stats.commits - commits_before <= 2
         assert writer.stats.largest_group >= 11

@@ -116,3 +116,23 @@ async def test_export_and_import_carry_a_set_type_and_leave_a_derived_one_derive
         "Dana": ("relationship", "user"),
         "pg": ("work", "derived"),
     }
+
+
+async def test_import_refuses_a_thread_type_no_tool_could_set_and_imports_nothing(tmp_path: Path) -> None:
+    source = Settings(data_dir=tmp_path / "source", api_token=TOKEN)
+    with served(source) as app:
+        async with connected(app) as client:
+            await create(client, "pg")
+    exported = cli("export", data=source.data_dir)
+    edited = "\n".join(
+        json.dumps({**r, "thread_type": "project"}) if r["type"] == "thread" else json.dumps(r)
+        for r in map(json.loads, exported.stdout.splitlines())
+    )
+    target = Settings(data_dir=tmp_path / "target", api_token=TOKEN)
+    imported = cli("import", "-", data=target.data_dir, stdin=edited)
+    assert imported.returncode != 0
+    assert "'thread_type' must be one of work, case, relationship, topic" in imported.stderr
+    with served(target) as copy:
+        async with connected(copy) as client:
+            listed = await call(client, "configure_thread", action="list", includeArchived=True)
+    assert listed["threads"] == []

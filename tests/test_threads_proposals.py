@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+import apsw
 import pytest
 from mcp import Client
 
 from tests.sample_notes import DRIP, HOSE
 from tests.thread_support import Served, call, connected, create, refused, served, think
 from thoughtline.config import Settings
+from thoughtline.identity import OWNER_KEY
 from thoughtline.library.embed import MiniLMEmbedder
+from thoughtline.storage import threads as thread_store
+from thoughtline.storage.router import store_path
 
 pytestmark = pytest.mark.anyio
 
@@ -28,6 +33,16 @@ RUN = [
     "Long run of 28 km on Sunday for the marathon; my calf felt tight after 20 km.",
     "Plan: drop weekly mileage to 50 km, add calf raises, and take an energy gel every 40 minutes on long runs.",
     "Next long run at an easy pace to test the calf before the marathon taper starts.",
+]
+# A leak that is a garden job and a billing dispute at once: it belongs to two threads.
+WATER_BILL = (
+    "Water bill",
+    "The household water bill jumped this quarter: meter readings, the utility's charges and a leak refund claim.",
+)
+BILL_LEAK = [
+    "The water bill doubled this quarter; the water meter keeps spinning with every tap in the house closed.",
+    "The leak is outside: a split garden hose by the spigot and a cracked drip irrigation line by the tomatoes.",
+    "Fixed the hose and the drip line, then sent the utility the meter readings to claim a leak refund on the bill.",
 ]
 BREAD = [
     "Comparing a 70% and a 78% hydration sourdough to get a more open crumb.",
@@ -315,3 +330,100 @@ async def test_deleting_a_sequence_removes_its_proposals(app: Served) -> None:
         listed = await proposals(client)
     assert [p["sequenceId"] for p in listed] == [run]
     assert app.query("SELECT count(*) FROM thread_proposals")[0][0] == 1
+
+
+async def test_a_sequence_that_fits_two_threads_is_proposed_to_both(app: Served) -> None:
+    async with connected(app) as client:
+        await threads(client)
+        await create(client, *WATER_BILL)
+        both = await write(client, BILL_LEAK)
+        run = await write(client, RUN)
+        await write(client, BREAD)
+        listed = await proposals(client)
+    assert sorted((p["thread"], p["sequenceId"]) for p in listed) == sorted(
+        [("Garden irrigation", both), ("Water bill", both), ("Marathon training", run)]
+    )
+    # Each proposal carries its own thread's similarity and evidence.
+    assert all(0.0 < p["similarity"] <= 1.0 and p["evidence"] in BILL_LEAK for p in listed if p["sequenceId"] == both)
+
+
+async def test_a_new_thread_backfills_a_sequence_another_thread_already_has(app: Served) -> None:
+    async with connected(app) as client:
+        await threads(client)
+        both = await write(client, BILL_LEAK)
+        first = await proposals(client)
+        await create(client, *WATER_BILL)
+        listed = await proposals(client)
+    assert [(p["thread"], p["sequenceId"]) for p in first] == [("Garden irrigation", both)]
+    assert sorted((p["thread"], p["sequenceId"]) for p in listed) == [("Garden irrigation", both), ("Water bill", both)]
+
+
+async def test_a_rejected_pair_stays_unproposed_while_the_other_thread_keeps_its_proposal(app: Served) -> None:
+    async with connected(app) as client:
+        await threads(client)
+        await create(client, *WATER_BILL)
+        both = await write(client, BILL_LEAK)
+        (bill,) = await proposals(client, thread="Water bill")
+        await call(client, "review_proposals", action="reject", proposalId=bill["proposalId"])
+        # A new description re-runs the backfill; completing the sequence again re-queues it.
+        await call(
+            client,
+            "configure_thread",
+            action="set_description",
+            name="Water bill",
+            description=WATER_BILL[1] + " Refund.",
+        )
+        await think(client, "The utility confirmed the leak refund on the bill.", 4, done=True, sequenceId=both)
+        listed = await proposals(client)
+    assert [(p["thread"], p["sequenceId"]) for p in listed] == [("Garden irrigation", both)]
+
+
+async def test_an_archived_thread_gets_no_share_of_a_two_thread_sequence(app: Served) -> None:
+    async with connected(app) as client:
+        await threads(client)
+        await create(client, *WATER_BILL)
+        await call(client, "configure_thread", action="archive", name="Water bill")
+        both = await write(client, BILL_LEAK)
+        listed = await proposals(client)
+        await call(client, "configure_thread", action="unarchive", name="Water bill")
+        # Unarchiving resumes a pending backfill, never one that already ran for this description.
+        again = await proposals(client, thread="Water bill")
+    assert [(p["thread"], p["sequenceId"]) for p in listed] == [("Garden irrigation", both)]
+    assert app.query(
+        "SELECT count(*) FROM thread_proposals p JOIN threads t ON t.id = p.thread WHERE t.name = ?", (WATER_BILL[0],)
+    ) == [(len(again),)]
+
+
+async def test_the_word_statistics_come_from_the_stores_own_keyword_index(app: Served) -> None:
+    async with connected(app) as client:
+        await threads(client)
+        hose = await write(client, HOSE)
+        await write(client, DRIP)
+        await write(client, RUN)
+        before = _statistics(app)
+        await call(client, "delete_thought_sequence", sequenceId=hose, confirm=True)
+        after = _statistics(app)
+    for bodies, (documents, frequency, seen) in ((3 * 3, before), (2 * 3, after)):
+        assert documents == bodies
+        # Every term of every stored thought is in the index's vocabulary, counted once per thought
+        # (body column only: a neighbour's text in a thought's search context is not its own).
+        assert frequency == seen
+    assert before[1]["leak"] == 2  # the hose's "leak" and the drip line's "leaking": one index term
+    assert after[1]["leak"] == 1
+    assert "spigot" in before[1]
+    assert "spigot" not in after[1]
+    assert "autumn" not in before[1]  # a description's word no thought holds
+
+
+def _statistics(app: Served) -> tuple[int, dict[str, int], dict[str, int]]:
+    """The store's term statistics as matching reads them, and the per-thought counts of its bodies."""
+    conn = apsw.Connection(str(store_path(app.settings.data_dir, OWNER_KEY)), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        seen: Counter[str] = Counter()
+        for (body,) in conn.execute("SELECT body FROM thoughts"):
+            seen.update(set(thread_store.terms(conn, str(body))))
+        wanted = set(seen) | set(thread_store.terms(conn, RUNNING[1]))
+        stats = thread_store.term_statistics(conn, wanted)
+    finally:
+        conn.close()
+    return stats.documents, stats.frequency, dict(seen)

@@ -12,10 +12,13 @@ from typing import Any
 import pytest
 
 from tests.support import TOKEN
-from tests.thread_support import Served, call, connected, create, served, think
+from tests.thread_support import MovableClock, Served, call, connected, create, served, think
 from thoughtline.config import Settings
 
 pytestmark = pytest.mark.anyio
+
+# Import moves times after its own clock's now to now, so the stores here live in the past.
+PAST = 1_700_000_000.0
 
 
 def cli(*args: str, data: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -43,7 +46,7 @@ async def snapshot(app: Served, seqs: list[str]) -> dict[str, Any]:
 
 async def test_export_then_import_carries_threads_members_events_and_rejections(tmp_path: Path) -> None:
     source = Settings(data_dir=tmp_path / "source", api_token=TOKEN)
-    with served(source) as app:
+    with served(source, MovableClock(PAST)) as app:
         async with connected(app) as client:
             await create(client, "Postgres", "Move billing to Postgres 16.")
             await create(client, "Hiring")
@@ -75,7 +78,7 @@ async def test_export_then_import_carries_threads_members_events_and_rejections(
     imported = cli("import", "-", data=target.data_dir, stdin=exported.stdout)
     assert imported.returncode == 0, imported.stderr
     assert "3 threads" in imported.stdout
-    with served(target) as copy:
+    with served(target, MovableClock(PAST)) as copy:
         after = await snapshot(copy, [a, b, c])
         copied_rejections = copy.query(
             "SELECT t.name, s.public_id FROM thread_rejections r JOIN threads t ON t.id = r.thread "

@@ -70,9 +70,9 @@ class Served:
 
 
 @contextlib.contextmanager
-def served(settings: Settings, **app_args: Any) -> Iterator[Served]:
-    """The app on 127.0.0.1 with a movable clock."""
-    clock = MovableClock()
+def served(settings: Settings, clock: MovableClock | None = None, **app_args: Any) -> Iterator[Served]:
+    """The app on 127.0.0.1 with a movable clock (by default one at a fixed instant)."""
+    clock = clock or MovableClock()
     with serve_in_thread(create_app(settings, clock=clock, **app_args)) as running:
         yield Served(running, clock, settings)
 

@@ -83,6 +83,8 @@ class Settings:
     journal: Journal = "wal"
     retention_days: int = 0
     library: bool = True
+    # Related earlier reasoning on a new sequence's second thought (SPEC §5.4); only with the library on.
+    related: bool = True
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     idle_store_seconds: float = 300.0
     max_open_stores: int = DEFAULT_MAX_OPEN_STORES
@@ -116,6 +118,12 @@ class Settings:
         library = environ.get("THOUGHTLINE_LIBRARY", "on").strip().lower() or "on"
         if library not in ("on", "off"):
             raise SettingsError(f"THOUGHTLINE_LIBRARY={library!r} must be 'on' or 'off'.")
+        related = environ.get("THOUGHTLINE_RELATED", "on").strip().lower() or "on"
+        if related not in ("on", "off"):
+            raise SettingsError(
+                f"THOUGHTLINE_RELATED={related!r} must be 'on' (suggest related earlier sequences when one "
+                "opens) or 'off'."
+            )
         public_url = environ.get("THOUGHTLINE_PUBLIC_URL", "").strip().rstrip("/") or None
         if public_url and not public_url.startswith(("https://", "http://")):
             raise SettingsError(
@@ -173,6 +181,7 @@ class Settings:
             journal="truncate" if journal == "truncate" else "wal",
             retention_days=_int(environ, "THOUGHT_RETENTION_DAYS", 0),
             library=library == "on",
+            related=related == "on",
             max_body_bytes=_int(environ, "THOUGHTLINE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1024),
             max_open_stores=_int(environ, "THOUGHTLINE_MAX_OPEN_STORES", DEFAULT_MAX_OPEN_STORES, minimum=1),
             malloc_arenas=_int(environ, "THOUGHTLINE_MALLOC_ARENAS", DEFAULT_MALLOC_ARENAS),

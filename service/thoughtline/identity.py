@@ -48,9 +48,14 @@ def github_user_key(account_id: int) -> str:
 
 
 def is_user_key(key: str) -> bool:
-    """Whether some principal can map to `key`: `owner`, or `github:` + a numeric account id."""
+    """Whether some principal can map to `key`: `owner`, or `github:` + a numeric account id.
+
+    The id is ASCII digits only: `str.isdigit` also accepts other scripts' digits (`١٢٣`) and
+    superscripts, which no GitHub id is written with, so such a store could never be reached.
+    """
     prefix, _, account = key.partition(":")
-    return key == OWNER_KEY or (prefix == "github" and account.isdigit() and account[0] != "0")
+    numeric = account.isascii() and account.isdigit()
+    return key == OWNER_KEY or (prefix == "github" and numeric and account[0] != "0")
 
 
 _principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar("thoughtline_principal", default=None)

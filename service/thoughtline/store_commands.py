@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TextIO
 
 import apsw
 
+from thoughtline.clock import SystemClock, now_ms
 from thoughtline.config import Settings
+from thoughtline.domain.export_rules import check_file
+from thoughtline.domain.record_fields import RecordProblem
 from thoughtline.domain.wording import counted
-from thoughtline.errors import DomainError
 from thoughtline.identity import is_user_key
 from thoughtline.storage import migrations, transfer
 from thoughtline.storage.backup import backup_stores
@@ -48,44 +51,73 @@ def _check_user(user: str) -> None:
 
 
 def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
-    """Write one user's store as JSON Lines."""
+    """Write one user's store as JSON Lines (to a new private file with -o, else to stdout)."""
     path = _store_file(settings, args)
     if not path.exists():
         raise CommandError(f"no store for user {args.user!r} under {path.parent}{_NO_STORE_HINT}")
     conn = connect(path, settings.journal, readonly=True)
-    out: TextIO = open(args.output, "w") if args.output else sys.stdout  # noqa: SIM115 - closed below
+    try:
+        out: TextIO = _new_private_file(args.output) if args.output else sys.stdout
+    except BaseException:
+        conn.close()
+        raise
+    finished = False
     try:
         conn.execute("BEGIN")
         for record in transfer.iter_export(conn):
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
         conn.execute("COMMIT")
+        finished = True
     finally:
         if out is not sys.stdout:
             out.close()
+            if not finished:
+                os.unlink(args.output)  # ours, just created: a half export must not pass for a whole one
         conn.close()
     return 0
+
+
+def _new_private_file(name: str) -> TextIO:
+    """A new file only its owner can read, as stores are: never an existing file or a symlink."""
+    try:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        raise CommandError(
+            f"{name} already exists; export writes a new file only, so name another one "
+            "(or remove that one first). Nothing was written."
+        ) from None
+    except OSError as exc:
+        raise CommandError(f"cannot create {name}: {exc.strerror}; name a file in a folder you can write.") from None
+    return os.fdopen(fd, "w", encoding="utf-8")
 
 
 def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     """Load JSON Lines (from `export`) into one user's store, all or nothing."""
     path = _store_file(settings, args)
     records = _read_export(args.input)  # before anything is created: a bad file leaves no trace
-    if not path.exists():
-        create_store(path.parents[1], args.user, settings.journal)  # importing is a deliberate creation
-    conn = connect(path, settings.journal, create=False)
+    now = now_ms(SystemClock())
     try:
-        migrations.migrate(conn)
-        with write_transaction(conn):
-            counts = transfer.import_records(conn, records)
-    except DomainError as exc:
-        raise CommandError(f"{exc.message} Nothing was imported.") from None
+        check_file(records, now)  # every rule that needs no store, before one is created
+        if not path.exists():
+            create_store(path.parents[1], args.user, settings.journal)  # importing is a deliberate creation
+        conn = connect(path, settings.journal, create=False)
+        try:
+            migrations.migrate(conn)
+            with write_transaction(conn):
+                counts = transfer.import_records(conn, records, now)
+        finally:
+            conn.close()
+    except RecordProblem as exc:
+        source = "stdin" if args.input == "-" else args.input
+        raise CommandError(
+            f"{source} line {exc.ref}: {exc.message}. Import takes a file from `thoughtline export` as it was "
+            "written; fix or remove that record. Nothing was imported."
+        ) from None
     except apsw.Error as exc:
         raise CommandError(
             f"the file does not fit this store ({type(exc).__name__}: {str(exc)[:120]}); "
             "pass an unedited file from `thoughtline export`. Nothing was imported."
         ) from None
-    finally:
-        conn.close()
     branches = f"{counts['branch']} branch{'' if counts['branch'] == 1 else 'es'}"
     print(
         f"imported {counted(counts['sequence'], 'sequence')}, {branches}, {counted(counts['thought'], 'thought')}, "
@@ -94,31 +126,37 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_export(name: str) -> list[dict[str, object]]:
-    """The records of an export file (or stdin for `-`), refusing anything that is not one."""
+def _read_export(name: str) -> list[tuple[int, dict[str, object]]]:
+    """The records of an export file (or stdin for `-`) with their line numbers, refusing anything else."""
     try:
         source: TextIO = open(name, encoding="utf-8") if name != "-" else sys.stdin  # noqa: SIM115 - closed below
     except OSError as exc:
         why = f"cannot read {name}: {exc.strerror}"
         raise CommandError(f"{why}; pass a file written by `thoughtline export`.") from None
-    records: list[dict[str, object]] = []
+    shown = "stdin" if name == "-" else name
+    records: list[tuple[int, dict[str, object]]] = []
     try:
         for number, line in enumerate(source, start=1):
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
+            except RecursionError:
+                raise CommandError(
+                    f"{shown} line {number} nests arrays or objects too deeply to be an export record; "
+                    "pass a file written by `thoughtline export`. Nothing was imported."
+                ) from None
             except ValueError:
                 raise CommandError(
-                    f"{name} line {number} is not JSON; import reads the JSON Lines that `thoughtline export` "
+                    f"{shown} line {number} is not JSON; import reads the JSON Lines that `thoughtline export` "
                     "writes. Nothing was imported."
                 ) from None
             if not isinstance(record, dict) or "type" not in record:
                 raise CommandError(
-                    f"{name} line {number} is not an export record (a JSON object with a 'type'); "
+                    f"{shown} line {number} is not an export record (a JSON object with a 'type'); "
                     "pass a file written by `thoughtline export`. Nothing was imported."
                 )
-            records.append(record)
+            records.append((number, record))
     except UnicodeDecodeError:
         raise CommandError(f"{name} is not UTF-8 text; pass a file written by `thoughtline export`.") from None
     finally:
@@ -143,7 +181,7 @@ def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
     data_dir = _existing_data_dir(settings, args)
     if data_dir is None:
         return 2
-    findings = check_data_dir(data_dir, settings.journal)
+    findings = check_data_dir(data_dir, settings.journal, now_ms(SystemClock()))
     bad = 0
     for finding in findings:
         bad += bool(finding.problems)
@@ -154,6 +192,8 @@ def cmd_check(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_backup(settings: Settings, args: argparse.Namespace) -> int:
     """Copy one store (--user) or every store into a new data directory, consistently while serving."""
+    if args.user:
+        _check_user(args.user)
     data_dir = _existing_data_dir(settings, args)
     if data_dir is None:
         return 2
@@ -173,6 +213,7 @@ def cmd_backup(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_new_store(settings: Settings, args: argparse.Namespace) -> int:
     """Deliberately start a user's store empty (after its file was lost and cannot be restored)."""
+    _check_user(args.user)  # a store no caller maps to would be created, and never reached
     data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir
     path = create_store(data_dir, args.user, settings.journal)
     print(f"created an empty store for {args.user} ({path.name})")

@@ -20,10 +20,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from thoughtline.api.auth import RequestAuthenticator, identify
-from thoughtline.api.errors import UNAVAILABLE, ApiRefusal, domain_response, error_response
+from thoughtline.api.errors import INTERNAL_MESSAGE, UNAVAILABLE, ApiRefusal, error_response, failure_response
 from thoughtline.clock import Clock, now_ms
 from thoughtline.domain.arguments import reject_unknown
-from thoughtline.errors import DomainError, invalid
+from thoughtline.errors import InternalError, ThoughtlineError, invalid
 from thoughtline.identity import reset_principal, set_principal
 from thoughtline.library.review import ProposalReview
 from thoughtline.library.threads import Periods
@@ -71,23 +71,18 @@ class Api:
                     reset_principal(bound)
             except ApiRefusal as exc:
                 return exc.response()
-            except DomainError as exc:
-                return domain_response(exc)
             except SchemaTooNewError as exc:
                 return error_response("storage_error", str(exc), UNAVAILABLE)
             except (StorageError, apsw.Error) as exc:
                 logger.warning("api %s: storage failure %s", route, type(exc).__name__)
                 return error_response("storage_error", caller_text(exc), UNAVAILABLE)
+            except ThoughtlineError as exc:
+                return failure_response(exc)
             except Exception as exc:
                 # The message could quote arguments (thought text), so only the type and frames are logged.
                 frames = "".join(traceback.format_tb(exc.__traceback__))
                 logger.error("api %s failed with %s\n%s", route, type(exc).__name__, frames)
-                return error_response(
-                    "internal_error",
-                    "the server failed to handle this request; it may or may not have been applied, "
-                    "so read the resource back before retrying.",
-                    UNAVAILABLE,
-                )
+                return failure_response(InternalError(INTERNAL_MESSAGE))
 
         return endpoint
 

@@ -1,19 +1,22 @@
-"""The API's one error shape: `{"error": "<code>", "message": "…"}` with a fitting 4xx status.
+"""The API's one error shape: `{"error": "<code>", "message": "…"}` with the code's HTTP status.
 
-Domain errors keep the tools' codes and messages; the status says what kind of refusal it is.
-Storage trouble and anything unexpected are 503: the request may be retried, and no stack trace
-or argument (thought text) ever reaches the response or the log.
+Every failure maps through the one hierarchy in `errors.py` (`ThoughtlineError`: refusals,
+storage faults, internal errors) and its `http_status`. The API never answers 500 (SPEC §9): an
+internal error answers 503 like a storage fault, the message saying the outcome is unknown. No
+stack trace or argument (thought text) ever reaches the response or the log.
 """
 
 from __future__ import annotations
 
 from starlette.responses import JSONResponse
 
-from thoughtline.errors import DomainError
+from thoughtline.errors import ThoughtlineError, http_status
 
-# Codes whose refusal is a conflict with what is stored; `*_not_found` codes are 404; the rest 400.
-_CONFLICTS = frozenset({"thread_exists", "thread_archived", "branch_conflict", "idempotency_conflict"})
 UNAVAILABLE = 503
+INTERNAL_MESSAGE = (
+    "the server failed unexpectedly while handling this request, so its effect may have been stored: "
+    "read the resource back before retrying."
+)
 
 
 def error_response(code: str, message: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -21,20 +24,10 @@ def error_response(code: str, message: str, status: int, headers: dict[str, str]
     return JSONResponse({"error": code, "message": message}, status_code=status, headers=headers)
 
 
-def status_of(code: str) -> int:
-    """The HTTP status of a domain error code."""
-    if code == "storage_error":
-        return UNAVAILABLE
-    if code.endswith("_not_found"):
-        return 404
-    if code in _CONFLICTS:
-        return 409
-    return 400
-
-
-def domain_response(exc: DomainError) -> JSONResponse:
-    """A refused request: the tool's code and message."""
-    return error_response(exc.code, exc.message, status_of(exc.code))
+def failure_response(exc: ThoughtlineError) -> JSONResponse:
+    """A failure of the hierarchy: its code, its message, its status (a 5xx is always 503)."""
+    status = http_status(exc.code)
+    return error_response(exc.code, exc.message, UNAVAILABLE if status >= 500 else status)
 
 
 class ApiRefusal(Exception):

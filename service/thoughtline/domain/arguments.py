@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
+from thoughtline.domain.thread_names import MAX_DESCRIPTION
 from thoughtline.domain.thread_state import DerivedEventKind, TaggedEventKind
 from thoughtline.domain.thread_types import THREAD_TYPES, ThreadType
 from thoughtline.errors import invalid
@@ -27,7 +28,6 @@ DEFAULT_HISTORY_CHARS = 60_000
 MAX_THREADS_PER_CALL = 16
 MAX_KIND_CHARS = 64
 MAIN_BRANCH = "main"
-MAX_DESCRIPTION = 2_000
 PROPOSAL_PREFIX = "prp_"
 # Thought-level events a caller may tag (SPEC §5.3); `conclusion` and `update` are derived only.
 EVENT_KINDS: tuple[str, ...] = get_args(TaggedEventKind)
@@ -88,6 +88,10 @@ def coerce_str(args: Mapping[str, Any], field: str, *, max_chars: int, allow_con
     return value
 
 
+_FIRST_INSTANT_MS = int(datetime(1, 1, 1, tzinfo=UTC).timestamp() * 1000)
+_LAST_INSTANT_MS = int(datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC).timestamp() * 1000)
+
+
 def parse_instant(args: Mapping[str, Any], field: str) -> int | None:
     """An optional ISO-8601 date or time field as epoch milliseconds; no zone means UTC."""
     raw = coerce_str(args, field, max_chars=64)
@@ -103,7 +107,14 @@ def parse_instant(args: Mapping[str, Any], field: str) -> int | None:
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return int(parsed.timestamp() * 1000)
+    ms = int(parsed.timestamp() * 1000)
+    # An offset can push the first or last day of the calendar outside it in UTC
+    # (0001-01-01T00:00:00+23:59), where no answer could print the instant back.
+    if not _FIRST_INSTANT_MS <= ms <= _LAST_INSTANT_MS:
+        raise invalid(
+            f"'{field}' is {text[:40]!r}, which in UTC falls outside the years 1-9999; send a time inside them."
+        )
+    return ms
 
 
 def coerce_sequence_id(args: Mapping[str, Any], field: str) -> str | None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import apsw
 
 from thoughtline.library import model_identity
+from thoughtline.library.related_open import RelatedOnOpen
 from thoughtline.storage import search as search_store
 from thoughtline.storage.db import StorageError
 
@@ -70,7 +71,11 @@ class AfterCommitWork:
         inline_max: int = INLINE_MAX,
         inline_budget_seconds: float = INLINE_BUDGET_SECONDS,
         monotonic: Callable[[], float] = time.monotonic,
+        related: RelatedOnOpen | None = None,
     ) -> None:
+        # Related earlier reasoning on a sequence's opening (SPEC §5.4) keeps its index current
+        # after commits too, under the same `background` switch.
+        self.related = related or RelatedOnOpen(background=background)
         self._factory = embedder_factory
         self._index_min = index_min_vectors
         self._background = background
@@ -132,8 +137,9 @@ class AfterCommitWork:
         return sum(1 for task in self._running.values() if not task.done())
 
     def detach(self, opened: UserStore) -> None:
-        """Forget a closing store's in-memory vectors (register with `StoreRouter.on_close`)."""
+        """Forget a closing store's in-memory vectors and words (register with `StoreRouter.on_close`)."""
         self._indexes.pop(str(opened.path), None)
+        self.related.forget(opened)
 
     def _kick(self, opened: UserStore) -> None:
         if self._stopping:
@@ -170,10 +176,12 @@ class AfterCommitWork:
         """Wait until background embedding has caught up (tests)."""
         while pending := [t for t in self._running.values() if not t.done()]:
             await asyncio.gather(*pending, return_exceptions=True)
+        await self.related.idle()
 
     async def close(self) -> None:
         """Stop after-commit work: running batches finish, the backlog stays queued (graceful shutdown)."""
         self._stopping = True
+        await self.related.close()
         await self.idle()
 
     async def caught_up(self, opened: UserStore) -> None:

@@ -11,7 +11,7 @@ held for long; the steps repeat until nothing is pending.
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -20,9 +20,22 @@ import apsw
 import numpy as np
 
 from thoughtline.library import model_identity, vectors
-from thoughtline.library.proposals import TUNING, Tuning, Vector, pick, sequence_vector, thread_vector, unit
+from thoughtline.library.proposals import (
+    TUNING,
+    Terms,
+    ThreadProfile,
+    Tuning,
+    Vector,
+    picks,
+    sequence_vector,
+    term_vector,
+    thread_terms,
+    thread_vector,
+    unit,
+)
 from thoughtline.storage import proposals as proposal_store
 from thoughtline.storage import search as search_store
+from thoughtline.storage import threads as thread_store
 
 if TYPE_CHECKING:
     from thoughtline.library.embed import Embedder
@@ -32,6 +45,9 @@ if TYPE_CHECKING:
 SCAN = 200
 # A proposal to write: (thread, sequence, similarity, evidence thought, proposed at).
 Row = tuple[int, int, float, int, int]
+# A thread's words come from its description and its newest member sequences, at most this many: what it
+# is about now, and a bound on the text read and the terms looked up per step, whatever its size.
+WORD_MEMBERS = 16
 # Thoughts of the sequences involved that are embedded per step when their vectors are missing.
 EMBED_BATCH = 256
 
@@ -47,9 +63,32 @@ class _Plan:
     batch: list[int]
     missing: list[int]
     vectors: dict[int, tuple[list[int], list[bytes]]] = field(default_factory=dict)
+    # Words: term counts of each sequence involved and of each description, and the store's
+    # statistics of those terms (from the keyword index, in the same snapshot).
+    words: dict[int, Counter[str]] = field(default_factory=dict)
+    description_words: dict[str, Counter[str]] = field(default_factory=dict)
+    statistics: thread_store.TermStatistics = field(default_factory=lambda: thread_store.TermStatistics(0, {}))
 
 
-def _plan(conn: apsw.Connection) -> _Plan | None:
+@dataclass
+class _Memo:
+    """What one `match_pending` call reads once and reuses across its steps.
+
+    The steps of one call (a backfill per thread, over the same sequences) meet the same
+    sequences and words again and again. A sequence's words are kept with the thoughts they were
+    read from, and read again when that set changed; a term's document frequency moves by a
+    thought or two within a call, which no decision depends on.
+    """
+
+    frequencies: dict[str, int] = field(default_factory=dict)
+    words: dict[int, tuple[tuple[int, ...], Counter[str]]] = field(default_factory=dict)
+    # sequence -> (the word counts and thought count it was weighed with, its TF-IDF vector)
+    weights: dict[int, tuple[Counter[str], int, Terms]] = field(default_factory=dict)
+    # (description, members, thought count) -> the thread's words
+    threads: dict[tuple[str, tuple[int, ...], int], Terms] = field(default_factory=dict)
+
+
+def _plan(conn: apsw.Connection, memo: _Memo) -> _Plan | None:
     queue = proposal_store.queued(conn, SCAN)
     threads = proposal_store.active_threads(conn)
     backfill = next((t for t in threads if t.backfill_pending), None)
@@ -69,6 +108,22 @@ def _plan(conn: apsw.Connection) -> _Plan | None:
         grouped[seq][0].append(thought)
         grouped[seq][1].append(blob)
     plan.vectors = dict(grouped)
+    embedded = {seq: tuple(ids) for seq, (ids, _) in plan.vectors.items()}
+    # The same members `_decide` takes words from: the newest ones that have a vector.
+    newest = {s for m in members.values() for s in [x for x in m if x in plan.vectors][-WORD_MEMBERS:]}
+    worded = sorted({s for s, _ in queue} | set(batch) | newest)
+    stale = [s for s in worded if s not in memo.words or memo.words[s][0] != embedded.get(s, ())]
+    read = thread_store.sequence_terms(conn, stale)
+    memo.words.update({s: (embedded.get(s, ()), read.get(s, Counter())) for s in stale})
+    plan.words = {s: memo.words[s][1] for s in worded if memo.words[s][1]}
+    plan.description_words = {t.description: Counter(thread_store.terms(conn, t.description)) for t in threads}
+    wanted = {term for counts in (*plan.words.values(), *plan.description_words.values()) for term in counts}
+    unknown = wanted - memo.frequencies.keys()
+    fresh = thread_store.term_statistics(conn, unknown)
+    memo.frequencies.update({term: fresh.frequency.get(term, 0) for term in unknown})
+    plan.statistics = thread_store.TermStatistics(
+        fresh.documents, {t: memo.frequencies[t] for t in wanted if memo.frequencies[t]}
+    )
     return plan
 
 
@@ -107,37 +162,55 @@ class _Descriptions:
         return {t: self._known.get(t) for t in texts}
 
 
-def _decide(plan: _Plan, descriptions: dict[str, Vector | None], tuning: Tuning) -> list[Row]:
-    """The proposals of one step."""
+def _decide(plan: _Plan, descriptions: dict[str, Vector | None], tuning: Tuning, memo: _Memo) -> list[Row]:
+    """The proposals of one step: every (thread, sequence) pair whose similarity reaches the threshold."""
+    stats = plan.statistics
     seq_vectors: dict[int, Vector] = {}
     for seq, (_, blobs) in plan.vectors.items():
         v = sequence_vector(_matrix(blobs))
         if v is not None:
             seq_vectors[seq] = v
-    thread_vectors: dict[int, Vector] = {}
+    seq_words: dict[int, Terms] = {}
+    for seq, counts in plan.words.items():
+        # A sequence's TF-IDF is kept while its words and the thought count stay the same.
+        kept = memo.weights.get(seq)
+        if kept is None or kept[0] is not counts or kept[1] != stats.documents:
+            kept = (counts, stats.documents, term_vector(counts, stats.frequency, stats.documents))
+            memo.weights[seq] = kept
+        seq_words[seq] = kept[2]
+    profiles: dict[int, ThreadProfile] = {}
     for t in plan.threads:
-        members = [seq_vectors[s] for s in plan.members.get(t.rowid, []) if s in seq_vectors]
-        v = thread_vector(descriptions.get(t.description), members, tuning.blend_k)
-        if v is not None:
-            thread_vectors[t.rowid] = v
+        member_ids = [s for s in plan.members.get(t.rowid, []) if s in seq_vectors]
+        vector = thread_vector(descriptions.get(t.description), [seq_vectors[s] for s in member_ids], tuning.blend_k)
+        worded = member_ids[-WORD_MEMBERS:]
+        key = (t.description, tuple(worded), stats.documents)
+        words = memo.threads.get(key)
+        if words is None:
+            counts = plan.description_words.get(t.description, Counter())
+            described = term_vector(counts, stats.frequency, stats.documents)
+            words = thread_terms(described, [seq_words.get(s, {}) for s in worded], tuning.blend_k)
+            memo.threads[key] = words
+        profiles[t.rowid] = ThreadProfile(vector, words)
     out: list[Row] = []
 
-    def match(seq: int) -> tuple[int, float, int] | None:
+    def match(seq: int, against: dict[int, ThreadProfile]) -> list[tuple[int, float, int]]:
         if seq not in plan.vectors:
-            return None
+            return []
         ids, blobs = plan.vectors[seq]
-        chosen = pick(thread_vectors, ids, _matrix(blobs), tuning)
-        return None if chosen is None else (chosen.thread, chosen.similarity, chosen.evidence_thought)
+        # A member is never proposed (the write re-checks, with rejections, in its transaction).
+        open_threads = {t: p for t, p in against.items() if seq not in plan.members.get(t, [])}
+        found = picks(open_threads, ids, _matrix(blobs), seq_words.get(seq, {}), tuning)
+        return [(p.thread, p.similarity, p.evidence_thought) for p in found]
 
-    # A completed sequence is proposed when it was written; a backfilled one when the thread was.
+    # A completed sequence is matched against every active thread and proposed when it was
+    # written; a backfilled one only against the thread being backfilled, when it was described.
     for seq, queued_at in plan.queue:
-        if (found := match(seq)) is not None:
-            out.append((found[0], seq, found[1], found[2], queued_at))
-    if plan.backfill is not None:
+        out += [(thread, seq, sim, evidence, queued_at) for thread, sim, evidence in match(seq, profiles)]
+    if plan.backfill is not None and plan.backfill.rowid in profiles:
+        only = {plan.backfill.rowid: profiles[plan.backfill.rowid]}
+        at = plan.backfill.updated_at
         for seq in plan.batch:
-            found = match(seq)
-            if found is not None and found[0] == plan.backfill.rowid:
-                out.append((found[0], seq, found[1], found[2], plan.backfill.updated_at))
+            out += [(thread, seq, sim, evidence, at) for thread, sim, evidence in match(seq, only)]
     return out
 
 
@@ -171,7 +244,8 @@ async def match_pending(
     made = 0
     stalled: list[int] = []
     current: str | None = None  # the model id, asked for only once something needs the model
-    while (plan := await opened.read(_plan)) is not None:
+    memo = _Memo()
+    while (plan := await opened.read(lambda conn: _plan(conn, memo))) is not None:
         embedding = bool(plan.missing and plan.missing != stalled)
         if current is None and (embedding or (plan.threads and (plan.queue or plan.batch))):
             current = await asyncio.to_thread(_model_id, embedder())
@@ -192,5 +266,5 @@ async def match_pending(
         if plan.threads and (plan.queue or plan.batch):
             descriptions = descriptions or _Descriptions(embedder(), cache)
             texts = await descriptions.vectors([t.description for t in plan.threads])
-        made += await opened.write(_commit(plan, _decide(plan, texts, tuning)))
+        made += await opened.write(_commit(plan, _decide(plan, texts, tuning, memo)))
     return made

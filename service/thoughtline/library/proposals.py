@@ -1,14 +1,16 @@
-"""Proposal rules: thread and sequence vectors, and which (thread, sequence) pairs to propose.
+"""Proposal rules: thread and sequence vectors and words, and which (thread, sequence) pairs to propose.
 
-Pure functions over numpy vectors (SPEC §5.3 "3. Proposals"); the store work around them is in
-`library/matching.py` and its SQL in `storage/proposals.py`. The numbers in `Tuning` were
-calibrated on the train and dev splits of `bench/data/reasoning/` for the fine-tuned MiniLM
-(candidate.onnx, sha256 db9135cbae16…; `python -m bench.thread_sweep --splits train,dev --model PATH`) and are
-explained in docs/threads.md, "Proposals".
+Pure functions over numpy vectors and term counts (SPEC §5.3 "3. Proposals"); the store work
+around them is in `library/matching.py` and its SQL in `storage/proposals.py` and
+`storage/threads.py` (the term statistics). Each thread judges each sequence on its own: a
+sequence that fits two threads is proposed to both. The numbers in `Tuning` were calibrated on
+the dev split of `bench/data/reasoning/` for the shipped MiniLM, train as the check, never test
+(`python -m bench.thread_sweep --splits dev`), and are explained in docs/threads.md, "Proposals".
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -16,19 +18,22 @@ import numpy as np
 from numpy.typing import NDArray
 
 Vector = NDArray[np.float32]
+# A sparse TF-IDF vector of unit length: index term -> weight.
+Terms = dict[str, float]
 
 
 @dataclass(frozen=True)
 class Tuning:
     """The calibrated knobs of matching.
 
-    `threshold`: the least cosine similarity a proposed pair has. `margin`: how far the best
-    thread must lead the runner-up thread for that sequence. `blend_k`: a thread with n confirmed
-    members weighs their centroid n / (n + blend_k) against its description's embedding.
+    `threshold`: the least similarity a proposed pair has. `words`: the share of the TF-IDF
+    cosine in that similarity, the rest being the embeddings' cosine. `blend_k`: a thread with n
+    confirmed members weighs their centroid n / (n + blend_k) against its description (for its
+    vector and its words alike).
     """
 
-    threshold: float = 0.54
-    margin: float = 0.08
+    threshold: float = 0.39
+    words: float = 0.5
     blend_k: float = 1.0
 
 
@@ -37,11 +42,19 @@ TUNING = Tuning()
 
 @dataclass(frozen=True)
 class Pick:
-    """The thread a sequence is proposed to, with its similarity and best-matching thought."""
+    """A thread a sequence is proposed to, with its similarity and best-matching thought."""
 
     thread: int
     similarity: float
     evidence_thought: int
+
+
+@dataclass(frozen=True)
+class ThreadProfile:
+    """What a sequence is judged against: a thread's vector and its words (either may be missing)."""
+
+    vector: Vector | None
+    terms: Terms
 
 
 def unit(vector: NDArray[np.float32]) -> Vector | None:
@@ -82,37 +95,80 @@ def thread_vector(description: Vector | None, member_vectors: Sequence[Vector], 
     return unit((1.0 - w) * description + w * centroid)
 
 
-def best_thread(similarities: Mapping[int, float], tuning: Tuning) -> tuple[int, float] | None:
-    """The thread a sequence should be proposed to, if any: (thread, similarity).
+def _unit_terms(weights: Mapping[str, float]) -> Terms:
+    norm = math.sqrt(sum(w * w for w in weights.values()))
+    if norm < 1e-12:
+        return {}
+    return {t: w / norm for t, w in weights.items() if w > 0.0}
 
-    The best thread qualifies when it reaches the threshold and leads the runner-up by the
-    margin; a sequence close to two threads is proposed to neither (a near miss looks like that).
-    With one thread there is no runner-up and the threshold alone decides.
+
+def term_vector(counts: Mapping[str, int], frequency: Mapping[str, int], documents: int) -> Terms:
+    """A text's TF-IDF vector: (1 + ln tf) · (1 + ln((1 + N) / (1 + df))), scaled to unit length.
+
+    `frequency` (df) and `documents` (N) are the store's own: a word every thought uses weighs
+    least, a project's names (a client, a service, a place) weigh most. The 1 + keeps every word
+    in play, so a young store with a handful of thoughts still compares words.
     """
-    if not similarities:
-        return None
-    ranked = sorted(similarities.items(), key=lambda item: (-item[1], item[0]))
-    thread, best = ranked[0]
-    runner_up = ranked[1][1] if len(ranked) > 1 else -1.0
-    if best < tuning.threshold or best - runner_up < tuning.margin:
-        return None
-    return thread, best
+    weights = {
+        term: (1.0 + math.log(tf)) * (1.0 + math.log((1 + documents) / (1 + frequency.get(term, 0))))
+        for term, tf in counts.items()
+        if tf > 0
+    }
+    return _unit_terms(weights)
 
 
-def pick(
-    thread_vectors: Mapping[int, Vector],
+def thread_terms(description: Terms, member_terms: Sequence[Terms], blend_k: float) -> Terms:
+    """A thread's words: its description's TF-IDF blended with its members' centroid, as for vectors."""
+    members = [m for m in member_terms if m]
+    if not members:
+        return description
+    centroid: dict[str, float] = {}
+    for m in members:
+        for term, w in m.items():
+            centroid[term] = centroid.get(term, 0.0) + w
+    centroid = _unit_terms(centroid)
+    if not description:
+        return centroid
+    share = member_weight(len(members), blend_k)
+    blended = {t: (1.0 - share) * w for t, w in description.items()}
+    for term, w in centroid.items():
+        blended[term] = blended.get(term, 0.0) + share * w
+    return _unit_terms(blended)
+
+
+def term_cosine(a: Terms, b: Terms) -> float:
+    """The cosine of two unit TF-IDF vectors (0 when either is empty)."""
+    small, large = (a, b) if len(a) <= len(b) else (b, a)
+    return sum(w * large.get(t, 0.0) for t, w in small.items())
+
+
+def similarity(vector_cosine: float, words_cosine: float, tuning: Tuning) -> float:
+    """How well a sequence fits a thread: the embeddings' cosine and the TF-IDF cosine, weighed."""
+    return (1.0 - tuning.words) * vector_cosine + tuning.words * words_cosine
+
+
+def picks(
+    threads: Mapping[int, ThreadProfile],
     thought_ids: Sequence[int],
     thought_vectors: NDArray[np.float32],
+    words: Terms,
     tuning: Tuning,
-) -> Pick | None:
-    """Match one sequence (its thoughts' ids and vectors) against every active thread's vector."""
+) -> list[Pick]:
+    """Every thread one sequence (its thoughts' ids and vectors, and its words) is proposed to.
+
+    Each thread judges the sequence on its own: every thread whose similarity reaches the
+    threshold, in thread order. A thread without a vector is never matched; a sequence without
+    one matches nothing. The evidence is the thought closest to the thread's vector.
+    """
     seq = sequence_vector(thought_vectors)
-    if seq is None or not thread_vectors:
-        return None
-    sims = {t: float(seq @ v) for t, v in thread_vectors.items()}
-    chosen = best_thread(sims, tuning)
-    if chosen is None:
-        return None
-    thread, similarity = chosen
-    evidence = int(np.argmax(thought_vectors @ thread_vectors[thread]))
-    return Pick(thread, round(similarity, 4), thought_ids[evidence])
+    if seq is None:
+        return []
+    out: list[Pick] = []
+    for thread, basis in sorted(threads.items()):
+        if basis.vector is None:
+            continue
+        score = similarity(float(seq @ basis.vector), term_cosine(words, basis.terms), tuning)
+        if score >= tuning.threshold:
+            evidence = int(np.argmax(thought_vectors @ basis.vector))
+            out.append(Pick(thread, round(score, 4), thought_ids[evidence]))
+    return out

@@ -58,17 +58,6 @@ def _thread_not_found(name: str) -> DomainError:
     return DomainError("thread_not_found", f"no thread named {name!r}; check the name or omit 'thread'.")
 
 
-async def recent_sequences(opened: UserStore, status: str | None, thread: str | None, limit: int) -> SequencePage:
-    """`manage_sequence list`: the most recently updated sequences, optionally of a status or a thread."""
-
-    def read(conn: apsw.Connection) -> SequencePage:
-        if thread is not None and not search_store.thread_exists(conn, thread):
-            raise _thread_not_found(thread)
-        return SequencePage(tuple(lifecycle_store.list_sequences(conn, status, limit, thread=thread)), None)
-
-    return await opened.read(read)
-
-
 async def list_sequences(
     opened: UserStore, status: str | None, thread: str | None, limit: int, cursor: str | None
 ) -> SequencePage:
@@ -96,6 +85,11 @@ async def list_sequences(
         return SequencePage(tuple(shown), token)
 
     return await opened.read(read)
+
+
+async def recent_sequences(opened: UserStore, status: str | None, thread: str | None, limit: int) -> SequencePage:
+    """`manage_sequence list`: the first page of `list_sequences`."""
+    return await list_sequences(opened, status, thread, limit, None)
 
 
 async def change_status(opened: UserStore, sequence_id: str, action: str, now_ms: int) -> Transition:

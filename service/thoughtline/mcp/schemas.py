@@ -91,6 +91,27 @@ THOUGHT_OUTPUT = _obj(
         "thoughtNumberReused": {"type": "boolean"},
         "totalThoughtsRaised": {"type": "boolean"},
         "continued": {"type": "boolean"},
+        "related": {
+            "type": "array",
+            "maxItems": 3,
+            "description": "Earlier sequences of yours strongly related to how this one opens (SPEC §5.4); "
+            "absent when none is.",
+            "items": _obj(
+                {
+                    "sequenceId": {"type": "string"},
+                    "title": {"type": "string"},
+                    "status": {"type": "string", "enum": ["active", "paused", "completed", "abandoned"]},
+                    "updatedAt": {"type": "string"},
+                    "snippet": {"type": "string", "description": "The opening of its latest thought."},
+                    "similarity": {
+                        "type": "number",
+                        "description": "Share of this opening's distinctive words it also uses, 0 to 1.",
+                    },
+                },
+                ["sequenceId", "title", "status", "updatedAt", "snippet", "similarity"],
+                closed=False,
+            ),
+        },
     },
     ["sequenceId", "thoughtNumber", "totalThoughts", "nextThoughtNeeded", "branches", "thoughtHistoryLength"],
     closed=False,

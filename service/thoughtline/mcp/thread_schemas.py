@@ -11,8 +11,7 @@ from typing import Any
 import mcp_types as types
 
 from thoughtline.domain import arguments
-from thoughtline.domain.arguments import MAX_DESCRIPTION
-from thoughtline.domain.thread_names import MAX_NAME
+from thoughtline.domain.thread_names import MAX_DESCRIPTION, MAX_NAME
 from thoughtline.domain.thread_types import THREAD_TYPES
 from thoughtline.library.briefing import DEFAULT_EVENTS, MAX_EVENTS
 from thoughtline.mcp.schema_parts import closed_input, record, tool_annotations

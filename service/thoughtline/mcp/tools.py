@@ -20,8 +20,11 @@ from mcp_types import INVALID_PARAMS
 
 from thoughtline.clock import Clock, now_ms
 from thoughtline.domain import arguments
-from thoughtline.errors import DomainError
+from thoughtline.domain.arguments import ThoughtInput
+from thoughtline.domain.thinking import render_write
+from thoughtline.errors import InternalError, ThoughtlineError
 from thoughtline.identity import current_principal
+from thoughtline.library.related_open import Related, RelatedOnOpen
 from thoughtline.mcp import history
 from thoughtline.mcp.schemas import (
     DELETE_INPUT,
@@ -35,6 +38,7 @@ from thoughtline.storage import thoughts as store
 from thoughtline.storage.db import StorageError
 from thoughtline.storage.faults import caller_text
 from thoughtline.storage.migrations import SchemaTooNewError
+from thoughtline.storage.related import Card
 from thoughtline.storage.router import StoreRouter, UserStore
 
 logger = logging.getLogger(__name__)
@@ -72,7 +76,58 @@ def new_sequence_id() -> str:
     return "seq_" + secrets.token_hex(16)
 
 
-def _think_handler(library: bool) -> Handler:
+def render_written(inp: ThoughtInput, written: store.Written, related: Sequence[Related] = ()) -> ToolOutput:
+    """The wire shape of an accepted thought (SPEC §2.1), with related earlier reasoning when found (§5.4)."""
+    plan = written.plan
+    structured: dict[str, Any] = {
+        "sequenceId": written.sequence_id,
+        "thoughtNumber": inp.thought_number,
+        "totalThoughts": plan.total_thoughts,
+        "nextThoughtNeeded": inp.next_thought_needed,
+        "branches": list(written.branches),
+        "thoughtHistoryLength": written.count,
+    }
+    if plan.branch_name is not None:
+        structured["branchId"] = plan.branch_name
+    if plan.reopened:
+        structured["reopened"] = True
+    if plan.number_reused:
+        structured["thoughtNumberReused"] = True
+    if plan.total_raised:
+        structured["totalThoughtsRaised"] = True
+    guess = written.continuation
+    if guess is not None and guess.continued:
+        structured["continued"] = True
+    notes = [guess.note] if guess is not None and guess.note else []
+    if related:
+        structured["related"] = [
+            {
+                "sequenceId": r.sequence_id,
+                "title": r.title,
+                "status": r.status,
+                "updatedAt": r.updated_at,
+                "snippet": r.snippet,
+                "similarity": r.similarity,
+            }
+            for r in related
+        ]
+        notes.append(related_line(related))
+    return ToolOutput(text=render_write(inp, plan, written.sequence_id, written.count, notes), structured=structured)
+
+
+RELATED_TITLE_CHARS = 80
+
+
+def related_line(related: Sequence[Related]) -> str:
+    """One line naming each suggestion by title and sequenceId, and how to read it."""
+    named = []
+    for r in related:
+        title = r.title if len(r.title) <= RELATED_TITLE_CHARS else r.title[: RELATED_TITLE_CHARS - 1].rstrip() + "…"
+        named.append(f'"{title}" ({r.sequence_id})')
+    return f"Related earlier reasoning: {', '.join(named)}; read it with get_thought_history."
+
+
+def _think_handler(library: bool, related: RelatedOnOpen | None) -> Handler:
     # With the library off only a held sequenceId reaches a sequence (SPEC §5), so a call without
     # one never continues an open sequence: it starts a new one and says so.
     async def think(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
@@ -80,10 +135,28 @@ def _think_handler(library: bool) -> Handler:
         at = now_ms(ctx.clock)
         seq_id = new_sequence_id()
         origin = current_principal().client_id  # canonical-style calls continue only this client's sequences
-        result = await ctx.store.write(
-            lambda conn: store.append_thought(conn, inp, at, seq_id, origin, continue_open=library)
-        )
-        return ToolOutput(text=result["text"], structured=result["structured"])
+
+        def remember(written: store.Written) -> dict[str, Any]:
+            # A retry gets exactly what the original call answered (without suggestions, which
+            # come after the commit).
+            out = render_written(inp, written)
+            return {"text": out.text, "structured": out.structured}
+
+        # Picked before the write from the index (no read); the write reads their cards in its
+        # own transaction, so a second thought pays no extra round trip (library/related_open.py).
+        prepared = related.prepare(ctx.store, inp.sequence_id, inp.thought_number, inp.thought) if related else None
+
+        def write(conn: apsw.Connection) -> tuple[store.Written | store.Replayed, dict[int, Card] | None]:
+            written = store.append_thought(conn, inp, at, seq_id, origin, continue_open=library, remember=remember)
+            return written, RelatedOnOpen.read_cards(conn, prepared, written)
+
+        result, cards = await ctx.store.write(write)
+        if isinstance(result, store.Replayed):
+            return ToolOutput(text=result.recorded["text"], structured=result.recorded["structured"])
+        found: list[Related] = []
+        if related is not None:
+            found = await related.after_write(ctx.store, result, inp.thought, prepared, cards)
+        return render_written(inp, result, found)
 
     return think
 
@@ -116,7 +189,8 @@ Use it for problems that need planning, revision or exploring alternatives. Call
   inside another branch. Numbers are scoped to their branch; keep passing branchId on the branch's later steps.
 - Pass a new requestId (any unique string) on every call and reuse it to retry: the same id and arguments
   return the original result without writing again, so a retry after an error or a lost answer is exact.
-Read a sequence back with get_thought_history."""
+Read a sequence back with get_thought_history. On a new sequence's second thought the result may name
+earlier sequences of yours on the same problem (`related`): read them before repeating their work."""
 
 HISTORY_DESCRIPTION = """Read back a stored reasoning sequence, oldest first by default, one page at a time.
 
@@ -155,10 +229,13 @@ def _declare(
     )
 
 
-def core_tools(ui_meta: Mapping[str, Any] | None = None, *, library: bool = True) -> list[ToolSpec]:
+def core_tools(
+    ui_meta: Mapping[str, Any] | None = None, *, library: bool = True, related: RelatedOnOpen | None = None
+) -> list[ToolSpec]:
     """The three thinking tools; `ui_meta` links the write and history tools to the MCP App.
 
-    `library` off (THOUGHTLINE_LIBRARY=off): calls without sequenceId never continue a sequence.
+    `library` off (THOUGHTLINE_LIBRARY=off): calls without sequenceId never continue a sequence,
+    and nothing is suggested. `related` suggests earlier sequences on a new one's second thought.
     """
     meta = dict(ui_meta) if ui_meta else None
     return [
@@ -171,7 +248,7 @@ def core_tools(ui_meta: Mapping[str, Any] | None = None, *, library: bool = True
                 (False, False, False),
                 meta,
             ),
-            _think_handler(library),
+            _think_handler(library, related if library else None),
         ),
         ToolSpec(
             _declare(
@@ -200,6 +277,25 @@ def core_tools(ui_meta: Mapping[str, Any] | None = None, *, library: bool = True
 def error_result(text: str) -> types.CallToolResult:
     """A tool-level failure: `isError` with `<code>: <message>` text."""
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
+def failure_text(tool: str, exc: Exception) -> str:
+    """The `<code>: <message>` a failed call answers, from the one hierarchy in `errors.py`.
+
+    A refusal says what to fix; a storage fault says whether anything may be stored; anything
+    else is a bug whose outcome is unknown (`internal_error`). Logs name the exception's type and
+    frames only: its text could quote the arguments (thought text).
+    """
+    if isinstance(exc, SchemaTooNewError):
+        return f"storage_error: {exc}"
+    if isinstance(exc, StorageError | apsw.Error):
+        logger.warning("tool %s: storage failure %s", tool, type(exc).__name__)
+        return f"storage_error: {caller_text(exc)}"
+    if isinstance(exc, ThoughtlineError):
+        return exc.wire_text()
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    logger.error("tool %s failed with %s\n%s", tool, type(exc).__name__, frames)
+    return InternalError().wire_text()
 
 
 class ToolRegistry:
@@ -231,18 +327,8 @@ class ToolRegistry:
             opened = await self._router.get(current_principal().user_key)
             with opened.in_use():  # not evicted between this call's reads and writes
                 out = await spec.handler(args or {}, ToolContext(store=opened, clock=self._clock))
-        except DomainError as exc:
-            return error_result(exc.wire_text())
-        except SchemaTooNewError as exc:
-            return error_result(f"storage_error: {exc}")
-        except (StorageError, apsw.Error) as exc:
-            logger.warning("tool %s: storage failure %s", name, type(exc).__name__)
-            return error_result(f"storage_error: {caller_text(exc)}")
-        except Exception as exc:
-            # The message could quote arguments (thought text), so only the type and frames are logged.
-            frames = "".join(traceback.format_tb(exc.__traceback__))
-            logger.error("tool %s failed with %s\n%s", name, type(exc).__name__, frames)
-            return error_result("storage_error: the server failed to handle this call; nothing was written.")
+        except Exception as exc:  # the outermost handler of a tool call: every failure becomes a result
+            return error_result(failure_text(name, exc))
         return types.CallToolResult(
             content=[types.TextContent(text=out.text)],
             structured_content=out.structured,

@@ -10,10 +10,11 @@ With `THOUGHTLINE_LIBRARY=off` only signing in and reading a sequence by its id 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import traceback
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -166,6 +167,14 @@ class LibraryPages:
     def close(self) -> None:
         """Close the sign-in database's kept connection."""
         self.store.close()
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """While the app runs (its route group's resource): the sign-in database closes after."""
+        try:
+            yield
+        finally:
+            self.close()
 
 
 def _route(request: Request) -> str:

@@ -12,6 +12,8 @@ from typing import Literal
 
 import apsw
 
+from thoughtline.errors import ThoughtlineError
+
 FaultKind = Literal["transient", "damaged", "unknown_outcome"]
 
 ADVICE: dict[FaultKind, str] = {
@@ -27,19 +29,21 @@ ADVICE: dict[FaultKind, str] = {
 _DAMAGED: tuple[type[apsw.Error], ...] = (apsw.CorruptError, apsw.NotADBError, apsw.FormatError)
 
 
-class StorageError(Exception):
+class StorageError(ThoughtlineError):
     """The database could not do what was asked (locked too long, disk full, corrupt, …).
 
-    `kind` says whether anything may have been written and whether a retry can help.
+    `kind` says whether anything may have been written and whether a retry can help; `message`
+    (what a caller reads after `storage_error: `) is the fault and then that advice, while
+    `str()` stays the bare fault, as the CLI and `thoughtline check` print it.
     """
 
     def __init__(self, message: str, kind: FaultKind = "transient") -> None:
-        super().__init__(message)
+        super().__init__("storage_error", f"{message.rstrip('.')}. {ADVICE[kind]}")
+        self.args = (message,)
         self.kind: FaultKind = kind
 
-    def wire_text(self) -> str:
-        """What the caller reads after `storage_error: `: the fault, then what to do."""
-        return f"{str(self).rstrip('.')}. {ADVICE[self.kind]}"
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 def kind_of(exc: BaseException) -> FaultKind:
@@ -56,4 +60,4 @@ def storage_failure(exc: BaseException, doing: str) -> StorageError:
 
 def caller_text(exc: BaseException) -> str:
     """The `storage_error` message for any storage failure that reached a tool."""
-    return storage_failure(exc, "the database operation").wire_text()
+    return storage_failure(exc, "the database operation").message

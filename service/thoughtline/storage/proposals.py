@@ -229,3 +229,18 @@ def reject(conn: apsw.Connection, proposal: ProposalRow, now_ms: int) -> None:
         "INSERT INTO thread_rejections(thread, sequence_id, rejected_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
         (proposal.thread_rowid, proposal.sequence_rowid, now_ms),
     )
+
+
+def issued_proposal_ids(conn: apsw.Connection) -> int:
+    """The highest proposal id this store ever issued (0 if none): no later proposal reuses it."""
+    found = rows(conn, "SELECT seq FROM sqlite_sequence WHERE name = 'thread_proposals'")
+    return int(found[0][0]) if found else 0
+
+
+def reserve_proposal_ids(conn: apsw.Connection, issued: int) -> None:
+    """Make every later proposal id exceed `issued` (another store's ids, carried by an import)."""
+    conn.execute(
+        "INSERT INTO sqlite_sequence(name, seq) SELECT 'thread_proposals', 0 "
+        "WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'thread_proposals')"
+    )
+    conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'thread_proposals'", (issued,))

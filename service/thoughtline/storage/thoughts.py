@@ -1,14 +1,15 @@
 """Typed queries over a user store: the only SQL of the thinking model (outside migrations).
 
 Each public function takes an open apsw connection that is already inside a transaction (the
-writer's group commit or a read snapshot) and returns plain dataclasses or dicts.
+writer's group commit or a read snapshot) and returns plain dataclasses. What a client sees of a
+write (camelCase fields, prose) is the MCP layer's to render from `Written`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -26,7 +27,6 @@ from thoughtline.domain.thinking import (
     ThoughtRef,
     make_title,
     plan_thought,
-    render_write,
 )
 from thoughtline.domain.thread_names import name_key
 from thoughtline.errors import DomainError
@@ -112,10 +112,51 @@ def _fingerprint(inp: ThoughtInput) -> str:
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
-def _replay(conn: apsw.Connection, inp: ThoughtInput) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class Written:
+    """What one accepted thought did: where it landed, the plan it followed, how the call was read.
+
+    `thought_id` is the stored thought's id; `created` says this call started the sequence;
+    `count` is the sequence's stored thoughts now (this one included); `branches` are its branch
+    names in creation order; `continuation` is the canonical-style decision for a call without
+    sequenceId (None when one was sent).
+    """
+
+    sequence_id: str
+    sequence_key: int
+    thought_id: int
+    created: bool
+    plan: Plan
+    branches: tuple[str, ...]
+    count: int
+    continuation: Continuation | None
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """A retry (same requestId, same arguments): what the caller recorded for the original call."""
+
+    recorded: dict[str, Any]
+
+
+# What a caller keeps for a retry of a call with requestId: it must be JSON (stored in `requests`).
+Remember = Callable[[Written], Mapping[str, Any]]
+
+
+def _request_client(origin: str | None) -> str:
+    """The `requests.client` of a caller: its OAuth client id, '' for the static token."""
+    return origin or ""
+
+
+def _replay(conn: apsw.Connection, inp: ThoughtInput, origin: str | None) -> dict[str, Any] | None:
     if inp.request_id is None:
         return None
-    found = rows(conn, "SELECT fingerprint, result FROM requests WHERE request_id = ?", (inp.request_id,))
+    # Keyed by (client, requestId) like continuation: another client's key is not this one's.
+    found = rows(
+        conn,
+        "SELECT fingerprint, result FROM requests WHERE client = ? AND request_id = ?",
+        (_request_client(origin), inp.request_id),
+    )
     if not found:
         return None
     if found[0][0] != _fingerprint(inp):
@@ -156,16 +197,19 @@ def append_thought(
     origin: str | None = None,
     *,
     continue_open: bool = True,
-) -> dict[str, Any]:
-    """Store one thought (inside the caller's transaction) and return `{text, structured}`.
+    remember: Remember | None = None,
+) -> Written | Replayed:
+    """Store one thought (inside the caller's transaction) and say what was written.
 
     `origin` is the caller's OAuth client id (None for the static token): a call without
     sequenceId continues only a sequence the same client started (SPEC §2.1, canonical-style calls),
-    and none when `continue_open` is off (the library-off strict model).
+    and none when `continue_open` is off (the library-off strict model). With a requestId, what
+    `remember` makes of the result is stored in the same transaction and a retry gets it back as
+    `Replayed` (without `remember`, an empty record).
     """
-    replayed = _replay(conn, inp)
+    replayed = _replay(conn, inp, origin)
     if replayed is not None:
-        return replayed
+        return Replayed(replayed)
     seq: SequenceRow | None = None
     state: SequenceState | None = None
     guess: Continuation | None = None
@@ -246,6 +290,7 @@ def append_thought(
             inp.event,
         ),
     )
+    thought_id = conn.last_insert_rowid()
     updates = "parent_public_id = COALESCE(parent_public_id, ?), kind = COALESCE(kind, ?), "
     conn.execute(
         f"UPDATE sequences SET status = ?, total_thoughts = ?, last_thought_number = ?, thought_count = ?, "
@@ -278,13 +323,15 @@ def append_thought(
         )
     known = list(state.branches) if state is not None else []
     names = [*known, plan.new_branch.name] if plan.new_branch is not None else known
-    result = _write_result(inp, plan, public_id, names, position, guess)
+    written = Written(public_id, seq_rowid, thought_id, seq is None, plan, tuple(names), position, guess)
     if inp.request_id is not None:
+        record = dict(remember(written)) if remember is not None else {}
         conn.execute(
-            "INSERT INTO requests(request_id, sequence_id, fingerprint, result, created_at) VALUES (?, ?, ?, ?, ?)",
-            (inp.request_id, seq_rowid, _fingerprint(inp), json.dumps(result), now_ms),
+            "INSERT INTO requests(client, request_id, sequence_id, fingerprint, result, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (_request_client(origin), inp.request_id, seq_rowid, _fingerprint(inp), json.dumps(record), now_ms),
         )
-    return result
+    return written
 
 
 def _no_thoughts(branch: int | None, number: int, max_position: int | None) -> ThoughtRef | None:
@@ -301,32 +348,6 @@ def _write_branch(conn: apsw.Connection, seq_rowid: int, plan: Plan, now_ms: int
         (seq_rowid, nb.name, nb.parent, nb.from_thought, nb.fork_position, now_ms),
     )
     return conn.last_insert_rowid()
-
-
-def _write_result(
-    inp: ThoughtInput, plan: Plan, public_id: str, names: list[str], count: int, guess: Continuation | None
-) -> dict[str, Any]:
-    """`{text, structured}`; `names` are the sequence's branches in creation order."""
-    structured: dict[str, Any] = {
-        "sequenceId": public_id,
-        "thoughtNumber": inp.thought_number,
-        "totalThoughts": plan.total_thoughts,
-        "nextThoughtNeeded": inp.next_thought_needed,
-        "branches": names,
-        "thoughtHistoryLength": count,
-    }
-    if plan.branch_name is not None:
-        structured["branchId"] = plan.branch_name
-    if plan.reopened:
-        structured["reopened"] = True
-    if plan.number_reused:
-        structured["thoughtNumberReused"] = True
-    if plan.total_raised:
-        structured["totalThoughtsRaised"] = True
-    if guess is not None and guess.continued:
-        structured["continued"] = True
-    extra = [guess.note] if guess is not None and guess.note else []
-    return {"text": render_write(inp, plan, public_id, count, extra), "structured": structured}
 
 
 def delete_sequence(conn: apsw.Connection, public_id: str) -> int | None:

@@ -3,12 +3,15 @@
 Typed functions over an apsw connection inside the caller's transaction (the writer's, or a
 read snapshot). Threads are looked up by `name_key` (the casefolded name), never by `name`.
 Proposal matching and review live with the proposals (`library/proposals.py`); this module only
-keeps their tables consistent when memberships change.
+keeps their tables consistent when memberships change, and reads the term statistics matching
+weighs words with (from the keyword index's vocabulary).
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import apsw
@@ -64,8 +67,9 @@ class MemberRow:
 
 @dataclass(frozen=True)
 class EventRow:
-    """A member thought that is (or may be) an event, with what the briefing shows of it."""
+    """A member thought that is (or may be) an event; its text is read only for the events shown."""
 
+    thought_id: int
     event: str | None
     final: bool
     revision: bool
@@ -73,7 +77,6 @@ class EventRow:
     sequence_id: str
     thought_number: int
     branch_id: str | None
-    text: str
 
 
 def find_thread(conn: apsw.Connection, name: str) -> ThreadRow | None:
@@ -191,16 +194,18 @@ def set_thread_type(conn: apsw.Connection, thread: ThreadRow, kind: str, now_ms:
 def event_kinds(conn: apsw.Connection, thread_rowid: int, kinds: frozenset[str]) -> set[str]:
     """Which of `kinds` the member thoughts of a thread carry as explicit events.
 
-    The thought filter repeats the WHERE of the partial index `thoughts_events` so it is used.
+    One EXISTS per kind, so a kind stops at its first thought; the thought filter repeats the
+    WHERE of the partial index `thoughts_event_log`, whose leading (sequence, event) it seeks.
     """
-    found = rows(
-        conn,
-        "SELECT DISTINCT t.event FROM thread_members m JOIN thoughts t ON t.sequence_id = m.sequence_id "
-        "WHERE m.thread = ?1 AND (t.event IS NOT NULL OR t.next_needed = 0 OR t.is_revision = 1) "
-        "AND t.event IN (SELECT value FROM json_each(?2))",
-        (thread_rowid, json.dumps(sorted(kinds))),
+    ordered = sorted(kinds)
+    probes = ", ".join(
+        "EXISTS (SELECT 1 FROM thread_members m JOIN thoughts t INDEXED BY thoughts_event_log "
+        "ON t.sequence_id = m.sequence_id WHERE m.thread = ?1 "
+        f"AND (t.event IS NOT NULL OR t.next_needed = 0 OR t.is_revision = 1) AND t.event = ?{n})"
+        for n in range(2, len(ordered) + 2)
     )
-    return {str(r[0]) for r in found}
+    found = rows(conn, f"SELECT {probes}", (thread_rowid, *ordered))[0] if ordered else ()
+    return {kind for kind, present in zip(ordered, found, strict=True) if present}
 
 
 def delete_thread(conn: apsw.Connection, thread: ThreadRow) -> tuple[int, int]:
@@ -257,16 +262,16 @@ def members(conn: apsw.Connection, thread_rowid: int) -> list[MemberRow]:
 
 
 def event_rows(conn: apsw.Connection, thread_rowid: int) -> list[EventRow]:
-    """Member thoughts that carry an event or a derived one, oldest first.
+    """Member thoughts that carry an event or a derived one, oldest first (without their text).
 
-    The thought filter repeats the WHERE of the partial index `thoughts_events` so it is used.
+    The thought filter repeats the WHERE of the partial index `thoughts_event_log`, which covers
+    every column read here, so no thought row is visited.
     """
     found = rows(
         conn,
-        "SELECT t.event, t.next_needed, t.is_revision, t.created_at, s.public_id, t.number, b.name, "
-        f"substr(t.body, 1, {_EVENT_TEXT_CHARS}) "
+        "SELECT t.id, t.event, t.next_needed, t.is_revision, t.created_at, s.public_id, t.number, b.name "
         "FROM thread_members m JOIN sequences s ON s.id = m.sequence_id "
-        "JOIN thoughts t ON t.sequence_id = m.sequence_id "
+        "JOIN thoughts t INDEXED BY thoughts_event_log ON t.sequence_id = m.sequence_id "
         "LEFT JOIN branches b ON b.id = t.branch "
         "WHERE m.thread = ? AND (t.event IS NOT NULL OR t.next_needed = 0 OR t.is_revision = 1) "
         "ORDER BY t.created_at, t.id",
@@ -274,20 +279,86 @@ def event_rows(conn: apsw.Connection, thread_rowid: int) -> list[EventRow]:
     )
     return [
         EventRow(
-            event=r[0],
-            final=not r[1],
-            revision=bool(r[2]),
-            at=int(r[3]),
-            sequence_id=str(r[4]),
-            thought_number=int(r[5]),
-            branch_id=r[6],
-            text=str(r[7]),
+            thought_id=int(r[0]),
+            event=r[1],
+            final=not r[2],
+            revision=bool(r[3]),
+            at=int(r[4]),
+            sequence_id=str(r[5]),
+            thought_number=int(r[6]),
+            branch_id=r[7],
         )
         for r in found
     ]
+
+
+def event_texts(conn: apsw.Connection, thought_ids: Iterable[int]) -> dict[int, str]:
+    """The opening of each of these thoughts (as much as an event shows, and then some)."""
+    found = rows(
+        conn,
+        f"SELECT id, substr(body, 1, {_EVENT_TEXT_CHARS}) FROM thoughts WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(set(thought_ids))),),
+    )
+    return {int(r[0]): str(r[1]) for r in found}
 
 
 def sequence_rowid(conn: apsw.Connection, public_id: str) -> int | None:
     """The row id of a sequence of this store, or None."""
     found = rows(conn, "SELECT id FROM sequences WHERE public_id = ?", (public_id,))
     return int(found[0][0]) if found else None
+
+
+# --- Term statistics for proposal matching (SPEC §5.3 "3. Proposals") ---
+# The tokenizer `thoughts_fts` is declared with (migrations, SEARCH_CONTEXT): a text is cut into
+# the same terms the index holds, so its terms meet the index's own document frequencies.
+_FTS_TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])
+# fts5vocab over the keyword index, created per connection in `temp`: the statistics come from the
+# index itself, with no second index to keep in step and no migration.
+_VOCAB = "thread_term_vocab"
+
+
+@dataclass(frozen=True)
+class TermStatistics:
+    """How common terms are in a store: thoughts indexed, and per term the thoughts holding it."""
+
+    documents: int
+    frequency: dict[str, int]
+
+
+def terms(conn: apsw.Connection, text: str) -> list[str]:
+    """The index terms of `text`, in order (as `thoughts_fts` tokenizes a thought's body)."""
+    tokenizer = conn.fts5_tokenizer(*_FTS_TOKENIZER)
+    cut = tokenizer(
+        text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False, include_colocated=False
+    )
+    return [t for t in cut if isinstance(t, str)]
+
+
+def sequence_terms(conn: apsw.Connection, sequence_rowids: Sequence[int]) -> dict[int, Counter[str]]:
+    """Term counts over the thought bodies of each given sequence (a sequence with no thought is absent)."""
+    out: dict[int, Counter[str]] = {}
+    for seq, body in rows(
+        conn,
+        "SELECT sequence_id, body FROM thoughts WHERE sequence_id IN (SELECT value FROM json_each(?)) "
+        "ORDER BY sequence_id, position",
+        (json.dumps(list(sequence_rowids)),),
+    ):
+        out.setdefault(int(seq), Counter()).update(terms(conn, str(body)))
+    return out
+
+
+def term_statistics(conn: apsw.Connection, wanted: Iterable[str]) -> TermStatistics:
+    """Document frequencies of `wanted` in thought bodies, from the keyword index's own vocabulary.
+
+    A term no thought holds is absent from `frequency`. One point lookup per term: the vocab
+    table narrows only on `term =`, and a scan would read the whole vocabulary.
+    """
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_VOCAB} USING fts5vocab(main, thoughts_fts, 'col')")
+    frequency: dict[str, int] = {}
+    query = f"SELECT doc FROM temp.{_VOCAB} WHERE term = ? AND col = 'body'"
+    for term in sorted(set(wanted)):
+        found = rows(conn, query, (term,))
+        if found:
+            frequency[term] = int(found[0][0])
+    documents = int(rows(conn, "SELECT count(*) FROM thoughts")[0][0])
+    return TermStatistics(documents, frequency)

@@ -1,19 +1,22 @@
 """Moving a whole store in and out: JSON Lines export/import and integrity checks.
 
 Part of the store layer (the only other home of SQL besides `storage/thoughts.py` and the migrations).
-Export writes parents before children; import remaps row ids and runs in the caller's transaction,
-so a failed import leaves nothing behind.
+Export writes parents before children. Import checks every record with the tools' own rules
+(`domain/export_rules.py`), recomputes what is derived, remaps row ids, and runs in the caller's
+transaction, so a refused file leaves nothing behind.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import apsw
 
+from thoughtline.domain.export_rules import RecordChecker
+from thoughtline.domain.record_fields import RecordProblem
 from thoughtline.domain.thread_names import name_key
-from thoughtline.errors import DomainError
+from thoughtline.storage.proposals import issued_proposal_ids, reserve_proposal_ids
 from thoughtline.storage.thoughts import get_sequence
 
 # A thread's own type travels as `thread_type`: `type` names the record's kind.
@@ -21,6 +24,7 @@ _THREAD_KEYS = ("id", "name", "description", "status", "created_at", "updated_at
 _MEMBER_KEYS = ("thread", "sequence_id", "sequence_public_id", "added_by", "created_at")
 _REJECTION_KEYS = ("thread", "sequence_id", "sequence_public_id", "rejected_at")
 THREAD_RECORDS = ("thread", "thread_member", "thread_rejection")
+COUNTED = ("sequence", "branch", "thought", "thread", "thread_member", "thread_rejection")
 
 
 def iter_export(conn: apsw.Connection) -> Iterator[dict[str, Any]]:
@@ -28,7 +32,8 @@ def iter_export(conn: apsw.Connection) -> Iterator[dict[str, Any]]:
 
     Parents come before children. A thought's `event` travels as one of its columns. Pending
     proposals are not exported: the importing store matches again (its threads' backfill starts
-    pending), and rejections keep what the user turned down out of that.
+    pending), and rejections keep what the user turned down out of that. The last record says how
+    many proposal ids this store issued, so the importing store never hands out one of them again.
     """
     for row in conn.execute("SELECT * FROM sequences ORDER BY id"):
         yield {"type": "sequence", **_row_dict(conn, "sequences", row)}
@@ -54,6 +59,7 @@ def iter_export(conn: apsw.Connection) -> Iterator[dict[str, Any]]:
         "JOIN sequences s ON s.id = r.sequence_id ORDER BY r.thread, r.sequence_id"
     ):
         yield {"type": "thread_rejection", **dict(zip(_REJECTION_KEYS, row, strict=True))}
+    yield {"type": "proposal_ids", "issued": issued_proposal_ids(conn)}
 
 
 def _columns(conn: apsw.Connection, table: str) -> list[str]:
@@ -68,125 +74,94 @@ def _row_dict(conn: apsw.Connection, table: str, row: tuple[Any, ...]) -> dict[s
     return record
 
 
-def import_records(conn: apsw.Connection, records: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """Load exported records into this store, remapping row ids; existing sequence ids are refused.
+def import_records(
+    conn: apsw.Connection, records: Iterable[tuple[int, Mapping[str, Any]]], now_ms: int
+) -> dict[str, int]:
+    """Load exported records, each with the number its reader points at it by (a line).
 
-    Columns an older export lacks take their defaults; a record missing what it needs is refused
-    with its position, and the caller's transaction then rolls everything back.
+    Refuses with `RecordProblem` (naming that number) at the first record that breaks a rule or
+    whose sequence id this store already holds; the caller's transaction then rolls everything
+    back. Times after `now_ms` are moved to it; counts, titles and totals are recomputed.
     """
-    seq_map: dict[int, int] = {}
-    branch_map: dict[int, int] = {}
-    thread_map: dict[int, int] = {}
-    counts = {"sequence": 0, "branch": 0, "thought": 0, "thread": 0, "thread_member": 0, "thread_rejection": 0}
-    for number, rec in enumerate(records, start=1):
-        try:
-            _import_one(conn, rec, seq_map, branch_map, thread_map)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise DomainError(
-                "invalid_input",
-                f"record {number} ({rec.get('type')!r}) is incomplete or refers to a record that is not in the "
-                f"file ({type(exc).__name__}: {str(exc)[:80]}); import needs a whole file from `thoughtline export`.",
-            ) from None
-        counts[str(rec["type"])] += 1
+    checker = RecordChecker(now_ms, clamp=True)
+    loader = _Loader(conn)
+    counts = dict.fromkeys(COUNTED, 0)
+    for ref, rec in records:
+        row = checker.check(rec, ref)
+        kind = str(rec["type"])
+        loader.load(kind, row, ref)
+        if kind in counts:
+            counts[kind] += 1
+    problems = checker.whole_file_problems()
+    if problems:
+        raise problems[0]
+    for file_id, derived in checker.derived().items():
+        conn.execute(
+            "UPDATE sequences SET title = ?, thought_count = ?, last_thought_number = ?, total_thoughts = ? "
+            "WHERE id = ?",
+            (
+                derived.title,
+                derived.thought_count,
+                derived.last_thought_number,
+                derived.total_thoughts,
+                loader.sequences[file_id],
+            ),
+        )
     return counts
 
 
-def _import_one(
-    conn: apsw.Connection,
-    rec: dict[str, Any],
-    seq_map: dict[int, int],
-    branch_map: dict[int, int],
-    thread_map: dict[int, int],
-) -> None:
-    """Insert one record, recording its new row id for the records that refer to it."""
-    kind = rec.get("type")
-    if kind == "sequence":
-        if get_sequence(conn, str(rec["public_id"])) is not None:
-            raise DomainError(
-                "invalid_input",
-                f"sequence {rec['public_id']} is already in this store (was this export imported before?).",
-            )
-        cols = [c for c in _columns(conn, "sequences") if c != "id" and c in rec]
-        conn.execute(
-            f"INSERT INTO sequences({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
-            tuple(rec[c] for c in cols),
-        )
-        seq_map[int(rec["id"])] = conn.last_insert_rowid()
-    elif kind == "branch":
-        parent = rec["parent_branch"]
-        conn.execute(
-            "INSERT INTO branches(sequence_id, name, parent_branch, from_thought, fork_position, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                seq_map[int(rec["sequence_id"])],
-                rec["name"],
-                None if parent is None else branch_map[int(parent)],
-                rec["from_thought"],
-                rec["fork_position"],
-                rec["created_at"],
-            ),
-        )
-        branch_map[int(rec["id"])] = conn.last_insert_rowid()
-    elif kind == "thought":
-        cols = [c for c in _columns(conn, "thoughts") if c != "id" and c in rec]
-        values = dict(rec)
-        values["sequence_id"] = seq_map[int(rec["sequence_id"])]
-        values["branch"] = None if rec["branch"] is None else branch_map[int(rec["branch"])]
-        conn.execute(
-            f"INSERT INTO thoughts({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
-            tuple(values[c] for c in cols),
-        )
-    elif kind in THREAD_RECORDS:
-        _import_thread_record(conn, rec, seq_map, thread_map)
-    else:
-        raise DomainError(
-            "invalid_input",
-            f"unknown record type {kind!r}; expected sequence, branch, thought, thread, thread_member "
-            "or thread_rejection.",
-        )
+class _Loader:
+    """Inserts checked rows, mapping the file's row ids onto this store's."""
 
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.conn = conn
+        self.sequences: dict[int, int] = {}
+        self.branches: dict[int, int] = {}
+        self.threads: dict[int, int] = {}
 
-def _import_thread_record(
-    conn: apsw.Connection, rec: dict[str, Any], seq_map: dict[int, int], thread_map: dict[int, int]
-) -> None:
-    """Insert one `thread`, `thread_member` or `thread_rejection` record, remapping its row ids."""
-    kind = rec["type"]
-    if kind == "thread":
-        thread_map[int(rec["id"])] = _import_thread(conn, rec)
-    elif kind == "thread_member":
-        conn.execute(
-            "INSERT INTO thread_members(thread, sequence_id, added_by, created_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT DO NOTHING",
-            (thread_map[int(rec["thread"])], seq_map[int(rec["sequence_id"])], rec["added_by"], rec["created_at"]),
-        )
-    else:
-        conn.execute(
-            "INSERT INTO thread_rejections(thread, sequence_id, rejected_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-            (thread_map[int(rec["thread"])], seq_map[int(rec["sequence_id"])], rec["rejected_at"]),
-        )
+    def load(self, kind: str, row: dict[str, Any], ref: int) -> None:
+        if kind == "sequence":
+            if get_sequence(self.conn, str(row["public_id"])) is not None:
+                raise RecordProblem(
+                    f"sequence {row['public_id']} is already in this store (was this export imported before?)", ref
+                )
+            for derived in ("thought_count", "last_thought_number", "total_thoughts"):
+                row[derived] = 0  # recomputed from the thoughts once they are in
+            self.sequences[row.pop("id")] = self._insert("sequences", row)
+        elif kind == "branch":
+            row["sequence_id"] = self.sequences[row["sequence_id"]]
+            parent = row["parent_branch"]
+            row["parent_branch"] = None if parent is None else self.branches[parent]
+            self.branches[row.pop("id")] = self._insert("branches", row)
+        elif kind == "thought":
+            row.pop("id")
+            row["sequence_id"] = self.sequences[row["sequence_id"]]
+            row["branch"] = None if row["branch"] is None else self.branches[row["branch"]]
+            self._insert("thoughts", row)
+        elif kind == "thread":
+            self.threads[row.pop("id")] = self._thread(row)
+        elif kind in THREAD_RECORDS:
+            row["thread"] = self.threads[row["thread"]]
+            row["sequence_id"] = self.sequences[row["sequence_id"]]
+            table = "thread_members" if kind == "thread_member" else "thread_rejections"
+            self._insert(table, row, on_conflict=" ON CONFLICT DO NOTHING")
+        else:  # proposal_ids
+            reserve_proposal_ids(self.conn, int(row["issued"]))
 
+    def _insert(self, table: str, row: dict[str, Any], on_conflict: str = "") -> int:
+        # Column names come from the checker's fixed record shapes, never from the file.
+        cols = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        self.conn.execute(f"INSERT INTO {table}({cols}) VALUES ({marks}){on_conflict}", tuple(row.values()))
+        return self.conn.last_insert_rowid()
 
-def _import_thread(conn: apsw.Connection, rec: dict[str, Any]) -> int:
-    """The target thread of an imported one: a thread of the same name (any case) absorbs it."""
-    name = str(rec["name"])
-    found: list[tuple[int]] = list(conn.execute("SELECT id FROM threads WHERE name_key = ?", (name_key(name),)))
-    if found:
-        return found[0][0]
-    # `thread_type` is absent from exports made before threads had one: the type is then derived.
-    conn.execute(
-        "INSERT INTO threads(name, name_key, description, status, created_at, updated_at, type) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (
-            name,
-            name_key(name),
-            rec["description"],
-            rec["status"],
-            rec["created_at"],
-            rec["updated_at"],
-            rec.get("thread_type"),
-        ),
-    )
-    return conn.last_insert_rowid()
+    def _thread(self, row: dict[str, Any]) -> int:
+        """The target thread of an imported one: a thread of the same name (any case or form) absorbs it."""
+        key = name_key(str(row["name"]))
+        found: list[tuple[int]] = list(self.conn.execute("SELECT id FROM threads WHERE name_key = ?", (key,)))
+        if found:
+            return found[0][0]
+        return self._insert("threads", {**row, "name_key": key})
 
 
 def integrity_problems(conn: apsw.Connection) -> list[str]:

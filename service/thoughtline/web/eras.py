@@ -2,7 +2,8 @@
 
 A 2025-era request (an `initialize` handshake, or a handshake-era `MCP-Protocol-Version` header,
 or none) gets JSON-RPC error -32022 naming the supported versions and pointing at `/mcp-compat`,
-instead of being half-served by the legacy transport.
+instead of being half-served by the legacy transport. The gate sits behind the body gate
+(web/jsonbody.py), so a body that is not acceptable JSON is a -32700 whatever the header says.
 """
 
 from __future__ import annotations
@@ -12,16 +13,13 @@ from typing import Any
 
 from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-_MAX_PEEK = 1_048_576
+from thoughtline.mcp.fastpath import MESSAGE_KEY
 
 
-def _request_id(body: bytes) -> Any:
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return None
+def _request_id(message: Any) -> Any:
+    """The JSON-RPC id of the decoded message, when it is one an error answer may echo."""
     if isinstance(message, dict):
         rid = message.get("id")
         return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
@@ -43,16 +41,10 @@ class ModernOnly:
         if version in MODERN_PROTOCOL_VERSIONS or scope.get("method") != "POST":
             await self._app(scope, receive, send)
             return
-        body = b""
-        more = True
-        while more:
-            message: Message = await receive()
-            body += message.get("body", b"")
-            # Only the JSON-RPC id is wanted from it; don't buffer an oversized body.
-            more = bool(message.get("more_body")) and len(body) < _MAX_PEEK
         payload = {
             "jsonrpc": "2.0",
-            "id": _request_id(body),
+            # The body gate in front (web/jsonbody.py) has read and decoded the body already.
+            "id": _request_id(scope.get(MESSAGE_KEY)),
             "error": {
                 "code": UNSUPPORTED_PROTOCOL_VERSION,
                 "message": (

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Iterable
 from urllib.parse import urlsplit
@@ -25,9 +26,17 @@ logger = logging.getLogger("thoughtline.access")
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
+# `name` or `name:port` with a plain DNS name or IPv4 address: read without urlsplit (the common case).
+_PLAIN_HOST = re.compile(r"([A-Za-z0-9.-]+)(?::([0-9]{1,5}))?")
+
+
 def host_name(value: str) -> str | None:
     """The lower-cased host name of a Host header value (port stripped), or None if malformed."""
     value = value.strip()
+    plain = _PLAIN_HOST.fullmatch(value)
+    if plain is not None:
+        port = plain.group(2)
+        return plain.group(1).lower() if port is None or int(port) <= 65535 else None
     if not value or any(c in value for c in "/@\\ \t?#"):
         return None
     try:

@@ -1,0 +1,174 @@
+"""Related earlier reasoning on open (SPEC §5.4), replayed: what a new sequence's second thought names.
+
+Each split of bench/data/reasoning is written in its written order (oldest `daysAgo` first)
+through the real tool registry (`core_tools` + `Library`, as a signed-in principal), with
+background work on (the agent pauses between thoughts, so after-commit work finishes) or off
+(Lambda). The suggestions are collected at threshold 0 (the best three, whatever their share),
+so every threshold is scored from one replay. A suggestion is right when it shares a topic with
+the new sequence (a thread is a topic); an opening "has an earlier related sequence" when one
+written before it shares a topic.
+
+    python -m bench.eval_related [--splits train,dev] [--background on|off] [--json]
+
+Calibrate on train and dev only (the printed sweep); report test once, at the shipped threshold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.eval_reasoning import NOW, PASSED, load_split, write_order
+from thoughtline.identity import Principal, reset_principal, set_principal
+from thoughtline.library.related import LIMIT, THRESHOLD
+from thoughtline.library.related_open import RelatedOnOpen
+from thoughtline.mcp.library_tools import Library
+from thoughtline.mcp.tools import ToolRegistry, core_tools
+from thoughtline.storage.router import StoreRouter
+
+USER = "eval-related"
+GRID = [round(0.10 + 0.01 * i, 2) for i in range(31)]
+# Calibration: the lowest threshold whose precision reaches this on train and on dev alike.
+PRECISION_GOAL = 0.95
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = NOW
+
+    def now(self) -> float:
+        return self.t
+
+
+@dataclass(frozen=True)
+class Opening:
+    """One new sequence: what its second thought named (best first, with shares) and what was right."""
+
+    sequence: str
+    suggested: list[tuple[str, float]]  # dataset sequence id, similarity
+    related_before: frozenset[str]  # earlier dataset sequences sharing a topic
+
+
+async def replay(data: Mapping[str, Any], data_dir: Path, background: bool) -> list[Opening]:
+    """Write every sequence in written order; collect the related block of each sequence's second thought."""
+    clock = _Clock()
+    router = StoreRouter(data_dir, "wal", clock)
+    library = Library(background=background, related=RelatedOnOpen(background=background, threshold=0.0))
+    router.on_open.append(library.attach)
+    router.on_close.append(library.detach)
+    registry = ToolRegistry([*core_tools(related=library.related), *library.tools(True)], router, clock)
+    token = set_principal(Principal(user_key=USER, via="token"))
+    topics: dict[str, set[str]] = {}
+    by_public: dict[str, str] = {}
+    openings: list[Opening] = []
+    try:
+        for seq in sorted(data["sequences"], key=lambda s: -float(s.get("daysAgo", 0))):
+            clock.t = NOW - float(seq.get("daysAgo", 0)) * 86_400
+            mine = set(seq["topics"])
+            before = frozenset(other for other, theirs in topics.items() if theirs & mine)
+            sequence_id: str | None = None
+            suggested: list[tuple[str, float]] = []
+            for thought in write_order(seq["thoughts"]):
+                args: dict[str, Any] = {"thought": thought["thought"]}
+                args.update({k: thought[k] for k in PASSED if k in thought})
+                if sequence_id is not None:
+                    args["sequenceId"] = sequence_id
+                result = await registry.call("sequentialthinking", args)
+                out = result.structured_content
+                if result.is_error or not isinstance(out, dict):
+                    raise RuntimeError(f"writing {thought['id']} failed: {result.content}")
+                sequence_id = str(out["sequenceId"])
+                for item in out.get("related", []):
+                    suggested.append((by_public[item["sequenceId"]], float(item["similarity"])))
+                clock.t += 60
+                await library.idle()  # the agent thinks between two calls: after-commit work is done
+            if sequence_id is not None:
+                by_public[sequence_id] = str(seq["id"])
+            topics[str(seq["id"])] = mine
+            openings.append(Opening(str(seq["id"]), suggested, before))
+    finally:
+        reset_principal(token)
+        await library.close()
+        await router.close_all()
+    return openings
+
+
+def score(openings: Sequence[Opening], threshold: float, limit: int = LIMIT) -> dict[str, float]:
+    """Precision over suggestions, recall over openings with an earlier related sequence, false-open rate."""
+    right = wrong = hits = with_related = without = noisy = 0
+    for o in openings:
+        shown = [s for s, share in o.suggested[:limit] if share >= threshold]
+        right += sum(1 for s in shown if s in o.related_before)
+        wrong += sum(1 for s in shown if s not in o.related_before)
+        if o.related_before:
+            with_related += 1
+            hits += any(s in o.related_before for s in shown)
+        else:
+            without += 1
+            noisy += bool(shown)
+    return {
+        "precision": right / (right + wrong) if right + wrong else 1.0,
+        "recall": hits / with_related if with_related else 0.0,
+        "suggestedWithoutRelated": noisy / without if without else 0.0,
+        "suggestions": float(right + wrong),
+        "openingsWithRelated": float(with_related),
+        "openingsWithout": float(without),
+    }
+
+
+def calibrate(by_split: Mapping[str, Sequence[Opening]]) -> float | None:
+    """The lowest grid threshold reaching PRECISION_GOAL on every given split (train and dev only)."""
+    for threshold in GRID:
+        if all(score(o, threshold)["precision"] >= PRECISION_GOAL for o in by_split.values()):
+            return threshold
+    return None
+
+
+def main() -> None:
+    """Replay the splits, print the sweep (train/dev) and the shipped threshold's numbers."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--splits", default="train,dev")
+    parser.add_argument("--background", choices=("on", "off"), default="on")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    names = [s for s in args.splits.split(",") if s]
+    by_split: dict[str, list[Opening]] = {}
+    with tempfile.TemporaryDirectory(prefix="thoughtline-related-") as tmp:
+        for name in names:
+            by_split[name] = asyncio.run(replay(load_split(name), Path(tmp) / name, args.background == "on"))
+    tunable = {n: o for n, o in by_split.items() if n != "test"}
+    report: dict[str, Any] = {
+        "background": args.background,
+        "threshold": THRESHOLD,
+        "calibrated": calibrate(tunable) if tunable else None,
+        "shipped": {n: score(o, THRESHOLD) for n, o in by_split.items()},
+    }
+    if not args.json:
+        print(f"background {args.background}; shipped threshold {THRESHOLD}; calibrated on {list(tunable)}: "
+              f"{report['calibrated']}")  # fmt: skip
+        if tunable:
+            print("threshold  " + "  ".join(f"{n:>22}" for n in tunable))
+            for t in GRID:
+                cells = []
+                for o in tunable.values():
+                    m = score(o, t)
+                    cells.append(f"P {m['precision']:.3f} R {m['recall']:.3f} F {m['suggestedWithoutRelated']:.3f}")
+                print(f"{t:9.2f}  " + "  ".join(f"{c:>22}" for c in cells))
+        for n, m in report["shipped"].items():
+            print(
+                f"{n}: precision {m['precision']:.3f} · recall {m['recall']:.3f} over {m['openingsWithRelated']:.0f} "
+                f"openings with an earlier related sequence · suggested on {m['suggestedWithoutRelated']:.3f} of "
+                f"{m['openingsWithout']:.0f} without · {m['suggestions']:.0f} suggestions"
+            )
+    else:
+        print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,328 @@
+"""The rules an exported record keeps to enter a store: the tools' own limits, record by record.
+
+`RecordChecker` reads records in export order (parents before children) and answers each with
+the column values to store, or raises `RecordProblem` naming the record and the rule it breaks.
+It also keeps what only the whole file shows (positions without gaps, branches and revisions
+inside their own sequence, every sequence holding thoughts) and recomputes the derived columns
+(`Derived`). Import refuses a file at its first problem; `thoughtline check` runs the same
+checker over a store's own rows. Messages never quote thought text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from thoughtline.domain.arguments import (
+    EVENT_KINDS,
+    MAIN_BRANCH,
+    MAX_BRANCH_ID_CHARS,
+    MAX_KIND_CHARS,
+    MAX_THOUGHT_CHARS,
+    SEQUENCE_ID_RE,
+)
+from thoughtline.domain.record_fields import MAX_ID, Fields, RecordProblem, is_id, kind_of
+from thoughtline.domain.thinking import make_title
+from thoughtline.domain.thread_names import MAX_DESCRIPTION, check_name
+from thoughtline.domain.thread_types import THREAD_TYPES
+from thoughtline.errors import DomainError
+
+RECORD_TYPES = ("sequence", "branch", "thought", "thread", "thread_member", "thread_rejection", "proposal_ids")
+SEQUENCE_STATUSES = ("active", "paused", "completed", "abandoned")
+MAX_CLIENT_ID_CHARS = 2_048
+MAX_FLAGS = 7  # the three flag bits of storage/thoughts.py
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A sequence's columns that follow from its thoughts."""
+
+    title: str
+    thought_count: int
+    last_thought_number: int
+    total_thoughts: int
+
+
+@dataclass
+class _Sequence:
+    label: str
+    ref: int
+    count: int = 0
+    title: str = ""
+    last_number: int = 0
+    last_total: int = 0
+    numbers: dict[int, int] = field(default_factory=dict)  # position -> thought number
+    flawed: bool = False  # a thought of it broke a rule: its derived columns are not known
+
+
+@dataclass
+class _Branch:
+    sequence: int
+    label: str
+    ref: int
+    from_thought: int
+    fork_position: int
+
+
+class RecordChecker:
+    """Checks records in export order; `clamp` moves future times to now (import) instead of refusing."""
+
+    def __init__(self, now_ms: int, *, clamp: bool) -> None:
+        self._now_ms = now_ms
+        self._clamp = clamp
+        self._sequences: dict[int, _Sequence] = {}
+        self._public_ids: set[str] = set()
+        self._branches: dict[int, _Branch] = {}
+        self._branch_names: set[tuple[int, str]] = set()
+        self._thoughts: set[int] = set()
+        self._threads: set[int] = set()
+        self._rules: dict[str, Callable[[Fields], dict[str, Any]]] = {
+            "sequence": self._sequence,
+            "branch": self._branch,
+            "thought": self._thought,
+            "thread": self._thread,
+            "thread_member": self._membership,
+            "thread_rejection": self._membership,
+            "proposal_ids": self._proposal_ids,
+        }
+
+    def check(self, rec: Mapping[str, Any], ref: int = 0) -> dict[str, Any]:
+        """The columns to store for `rec` (file ids still unmapped), or a `RecordProblem`."""
+        kind = rec.get("type")
+        rule = self._rules.get(kind) if isinstance(kind, str) else None
+        if rule is None:
+            named = f"{kind[:40]!r}" if isinstance(kind, str) else kind_of(kind)
+            raise RecordProblem(f"unknown record type {named}; expected one of {', '.join(RECORD_TYPES)}", ref)
+        return rule(Fields(rec, _label(rec), ref, self._now_ms, self._clamp))
+
+    def whole_file_problems(self) -> list[RecordProblem]:
+        """What only the whole file shows: sequences without thoughts, forks from nowhere."""
+        problems = [
+            RecordProblem(f"{seq.label}: holds no thoughts (every sequence starts with one)", seq.ref)
+            for seq in self._sequences.values()
+            if seq.count == 0
+        ]
+        for branch in self._branches.values():
+            seq = self._sequences[branch.sequence]
+            if not seq.flawed and seq.numbers.get(branch.fork_position) != branch.from_thought:
+                problems.append(
+                    RecordProblem(
+                        f"{branch.label}: forks from thought {branch.from_thought} at position "
+                        f"{branch.fork_position}, which its sequence does not hold",
+                        branch.ref,
+                    )
+                )
+        return problems
+
+    def derived(self) -> dict[int, Derived]:
+        """Each sequence's derived columns as its thoughts give them, by the sequence's file id.
+
+        A sequence with a thought that broke a rule is left out: its columns cannot be known.
+        """
+        return {
+            rowid: Derived(seq.title, seq.count, seq.last_number, seq.last_total)
+            for rowid, seq in self._sequences.items()
+            if not seq.flawed
+        }
+
+    def _sequence(self, f: Fields) -> dict[str, Any]:
+        rowid = f.ident("id")
+        public_id = f.raw("public_id")
+        if rowid in self._sequences or (isinstance(public_id, str) and public_id in self._public_ids):
+            raise f.problem("appears twice in the file")
+        # Known before its fields are judged, so a check reports its thoughts' own problems only.
+        self._sequences[rowid] = _Sequence(f.label, f.ref)
+        if not isinstance(public_id, str) or not SEQUENCE_ID_RE.match(public_id):
+            raise f.problem("'public_id' must be seq_ followed by 32 lowercase hex characters, as the tools issue")
+        self._public_ids.add(public_id)
+        parent = f.text("parent_public_id", 64, required=False)
+        if parent is not None and not SEQUENCE_ID_RE.match(parent):
+            raise f.problem("'parent_public_id' must be a sequence id (seq_ and 32 hex characters) or null")
+        kind = f.text("kind", MAX_KIND_CHARS, required=False)
+        if kind is not None and not kind.strip():
+            raise f.problem("'kind' is empty; use null for no kind")
+        created, updated = f.time("created_at"), f.time("updated_at")
+        return {
+            "id": rowid,
+            "public_id": public_id,
+            "status": f.choice("status", SEQUENCE_STATUSES, "active"),
+            "parent_public_id": parent,
+            "kind": kind,
+            "origin_client": f.text("origin_client", MAX_CLIENT_ID_CHARS, required=False),
+            "created_at": created,
+            "updated_at": max(created, updated),
+            # Derived: import recomputes them from the thoughts (`derived`), check compares.
+            "title": "",
+            "thought_count": f.integer("thought_count", 0, MAX_ID, required=False),
+            "last_thought_number": f.integer("last_thought_number", 0, MAX_ID, required=False),
+            "total_thoughts": f.integer("total_thoughts", 0, MAX_ID, required=False),
+        }
+
+    def _own_sequence(self, f: Fields) -> int:
+        seq = f.raw("sequence_id")
+        if not is_id(seq) or seq not in self._sequences:
+            raise f.problem(f"refers to sequence record {kind_of(seq)}, which is not earlier in the file")
+        return int(seq)
+
+    def _branch_name(self, f: Fields, key: str, *, required: bool, allow_main: bool) -> str | None:
+        name = f.text(key, MAX_BRANCH_ID_CHARS, required=required)
+        if name is not None and (not name.strip() or (name == MAIN_BRANCH and not allow_main)):
+            raise f.problem(f"'{key}' must be a branch id of 1-{MAX_BRANCH_ID_CHARS} characters other than 'main'")
+        return name
+
+    def _branch(self, f: Fields) -> dict[str, Any]:
+        rowid, seq = f.ident("id"), self._own_sequence(f)
+        name = str(self._branch_name(f, "name", required=True, allow_main=False))
+        if rowid in self._branches or (seq, name) in self._branch_names:
+            raise f.problem("appears twice in the file")
+        parent = f.raw("parent_branch")
+        if parent is not None and (not is_id(parent) or self._branches.get(parent, _NOWHERE).sequence != seq):
+            raise f.problem("'parent_branch' must be an earlier branch of the same sequence, or null")
+        from_thought = int(f.number("from_thought") or 0)
+        fork_position = f.ident("fork_position")
+        label = f"branch {name!r} of {self._sequences[seq].label}"
+        self._branches[rowid] = _Branch(seq, label, f.ref, from_thought, fork_position)
+        self._branch_names.add((seq, name))
+        return {
+            "id": rowid,
+            "sequence_id": seq,
+            "name": name,
+            "parent_branch": parent,
+            "from_thought": from_thought,
+            "fork_position": fork_position,
+            "created_at": f.time("created_at"),
+        }
+
+    def _thought(self, f: Fields) -> dict[str, Any]:
+        seq_id = self._own_sequence(f)
+        seq = self._sequences[seq_id]
+        f.label = f"thought {seq.count + 1} of {seq.label}"
+        try:
+            return self._thought_fields(f, seq_id, seq)
+        except RecordProblem:
+            # Counted anyway, so a check reports one bad thought once, not again for what follows it.
+            seq.count += 1
+            seq.flawed = True
+            raise
+
+    def _thought_fields(self, f: Fields, seq_id: int, seq: _Sequence) -> dict[str, Any]:
+        rowid = f.ident("id")
+        if rowid in self._thoughts:
+            raise f.problem("appears twice in the file")
+        position = f.ident("position")
+        if position != seq.count + 1:
+            raise f.problem(f"has position {position}; positions run 1, 2, 3, … in the file's order")
+        branch = f.raw("branch")
+        if branch is not None:
+            owner = self._branches.get(branch) if is_id(branch) else None
+            if owner is None or owner.sequence != seq_id:
+                raise f.problem("'branch' must be a branch of the same sequence, or null for the main path")
+            if position <= owner.fork_position:
+                raise f.problem(f"sits on {owner.label} before that branch's fork point")
+        number = int(f.number("number") or 0)
+        total = int(f.number("total") or 0)
+        if total < number:
+            raise f.problem(f"'total' {total} is below its 'number' {number}")
+        body = str(f.text("body", MAX_THOUGHT_CHARS, any_control=True))  # as `sequentialthinking` takes it
+        if not body.strip():
+            raise f.problem("'body' is empty")
+        is_revision = int(f.flag("is_revision", required=False) or 0)  # columns with defaults may be absent
+        revises_number = f.number("revises_number", required=False)
+        revises_position = f.integer("revises_position", 1, MAX_ID, required=False)
+        if is_revision and (revises_number is None or seq.numbers.get(revises_position or 0) != revises_number):
+            raise f.problem("is a revision of a thought its sequence does not hold earlier")
+        if not is_revision and (revises_number, revises_position) != (None, None):
+            raise f.problem("names a revised thought but is not a revision")
+        event = f.raw("event", required=False)
+        if event is not None and event not in EVENT_KINDS:
+            raise f.problem(f"'event' must be one of {', '.join(EVENT_KINDS)} or null")
+        row = {
+            "id": rowid,
+            "sequence_id": seq_id,
+            "position": position,
+            "branch": branch,
+            "number": number,
+            "total": total,
+            "next_needed": f.flag("next_needed"),
+            "body": body,
+            "is_revision": is_revision,
+            "revises_number": revises_number,
+            "revises_position": revises_position,
+            "needs_more": f.flag("needs_more", required=False),
+            "flags": f.integer("flags", 0, MAX_FLAGS, required=False) or 0,
+            "created_at": f.time("created_at"),
+            "event": event,
+            "sent_branch_from_thought": f.number("sent_branch_from_thought", required=False),
+            "sent_branch_from_branch_id": self._branch_name(
+                f, "sent_branch_from_branch_id", required=False, allow_main=True
+            ),
+        }
+        self._thoughts.add(rowid)
+        seq.count, seq.last_number, seq.last_total = position, number, total
+        seq.numbers[position] = number
+        seq.title = seq.title or make_title(body)
+        return row
+
+    def _thread(self, f: Fields) -> dict[str, Any]:
+        rowid = f.ident("id")
+        if rowid in self._threads:
+            raise f.problem("appears twice in the file")
+        self._threads.add(rowid)
+        try:
+            name = check_name(f.raw("name"))
+        except DomainError as exc:
+            raise f.problem(exc.message) from None
+        description = str(f.text("description", MAX_DESCRIPTION, keep="\t\n"))
+        created = f.time("created_at")
+        # The type a user set (null: derived from the events); exports made before types lack it.
+        kind = f.raw("thread_type", required=False)
+        if kind is not None and kind not in THREAD_TYPES:
+            raise f.problem(f"'thread_type' must be one of {', '.join(THREAD_TYPES)} or null, got {kind_of(kind)}")
+        return {
+            "id": rowid,
+            "name": name,
+            "description": description.strip(),
+            "status": f.choice("status", ("active", "archived")),
+            "created_at": created,
+            "updated_at": max(created, f.time("updated_at")),
+            "type": kind,
+        }
+
+    def _membership(self, f: Fields) -> dict[str, Any]:
+        thread = f.raw("thread")
+        if not is_id(thread) or thread not in self._threads:
+            raise f.problem(f"refers to thread record {kind_of(thread)}, which is not earlier in the file")
+        out: dict[str, Any] = {"thread": thread, "sequence_id": self._own_sequence(f)}
+        if f.rec.get("type") == "thread_member":
+            out["added_by"] = f.choice("added_by", ("agent", "user", "review"))
+            out["created_at"] = f.time("created_at")
+        else:
+            out["rejected_at"] = f.time("rejected_at")
+        return out
+
+    def _proposal_ids(self, f: Fields) -> dict[str, Any]:
+        return {"issued": f.integer("issued", 0, MAX_ID)}
+
+
+def check_file(records: Iterable[tuple[int, Mapping[str, Any]]], now_ms: int) -> None:
+    """Raise the first `RecordProblem` of a whole file (each record with its line number)."""
+    checker = RecordChecker(now_ms, clamp=True)
+    for ref, rec in records:
+        checker.check(rec, ref)
+    problems = checker.whole_file_problems()
+    if problems:
+        raise problems[0]
+
+
+_NOWHERE = _Branch(sequence=0, label="", ref=0, from_thought=0, fork_position=0)
+
+
+def _label(rec: Mapping[str, Any]) -> str:
+    """How a problem names its record before its fields are known to be sound."""
+    kind = rec.get("type")
+    if kind == "sequence" and isinstance(rec.get("public_id"), str) and SEQUENCE_ID_RE.match(rec["public_id"]):
+        return f"sequence {rec['public_id']}"
+    if kind == "thread" and isinstance(rec.get("name"), str):
+        return f"thread {rec['name'][:40]!a}"
+    return f"{kind} record" if isinstance(kind, str) and kind in RECORD_TYPES else "record"
