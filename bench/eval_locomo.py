@@ -24,10 +24,11 @@ from pathlib import Path
 import apsw
 
 from bench.embed_cache import cached_embedder, model_tag
-from thoughtline.library import vectors
+from thoughtline.library import pipeline, vectors
 from thoughtline.library.dense import DenseIndex
 from thoughtline.library.embed import Embedder, MiniLMEmbedder
-from thoughtline.library.retrieval import Tuning, hybrid_search
+from thoughtline.library.query import build_query
+from thoughtline.library.search_types import Scope, Tuning
 from thoughtline.storage.db import connect
 from thoughtline.storage.migrations import migrate
 
@@ -127,17 +128,25 @@ def questions(convo: dict[str, object], dia_to_id: dict[str, int]) -> list[Quest
 
 
 def evaluate(conn: apsw.Connection, embedder: Embedder, qs: Sequence[Question], tuning: Tuning) -> dict[str, Scores]:
-    """Run every question in every mode and collect the metrics."""
+    """Run every question once and read every mode's order from its pool.
+
+    Latency is the whole hybrid search (embedding the question, pool, ranking, results); the
+    keyword and vector orders are the same pool's sides, so their latency is that of the hybrid.
+    """
     results = {m: Scores([], [], [], [], [], []) for m in MODES}
     # Abstention is a product behaviour; the evaluation ranks everything.
-    tuning = replace(tuning, abstain=False)
-    index = DenseIndex()
+    scope = Scope(tuning=replace(tuning, abstain=False), index=DenseIndex())
     for q in qs:
+        start = time.perf_counter()
+        pool = pipeline.gather(conn, build_query(q.text, (), embedder), scope)
+        orders = {"hybrid": pipeline.rank(pool)}
+        hits = {"hybrid": pipeline.top_hits(pool, orders["hybrid"], scope.tuning, limit=10, by="thought")}
+        elapsed = (time.perf_counter() - start) * 1000
+        orders.update({"keyword": pipeline.keyword_order(pool), "vector": pool.dense})
+        for mode in ("keyword", "vector"):
+            hits[mode] = pipeline.top_hits(pool, orders[mode], scope.tuning, limit=10, by="thought")
         for mode in MODES:
-            start = time.perf_counter()
-            outcome = hybrid_search(conn, embedder, q.text, limit=10, tuning=tuning, mode=mode, index=index)
-            elapsed = (time.perf_counter() - start) * 1000
-            ranked = [h.record.thought_id for h in outcome.hits]
+            ranked = [h.record.thought_id for h in hits[mode]]
             s = results[mode]
             s.r5.append(len(q.evidence & set(ranked[:5])) / len(q.evidence))
             s.r10.append(len(q.evidence & set(ranked[:10])) / len(q.evidence))

@@ -2,12 +2,16 @@
 
 Each split is written into its own real store through the real tool registry (StoreRouter +
 ToolRegistry + Library, as a signed-in principal), embedded, then every question is searched
-keyword-only, vector-only and hybrid (what `search_thoughts` ships). Ranking metrics are taken on
-the ranking itself (as if abstention were off); abstention is reported beside them: the share of
-never-stored questions that abstain, and the share of answerable ones that do.
-Tune on dev only; test is reported, never tuned on.
+once, and three orders are read from its pool: the keyword side's, the vector side's and the
+hybrid's (what `search_thoughts` ships). `--alternatives` sends each question with the
+agent-written alternatives of bench/data/agent-queries/<split>.json, as an agent would.
+Ranking metrics are taken on the ranking itself (as if abstention were off); abstention is
+reported beside them: the share of never-stored questions that abstain (clearly foreign `absent`
+and near-miss `absent_near` apart), and the share of answerable ones that do. Sequence recall@5:
+a relevant sequence among the first five distinct sequences. Tune on train and dev only; test is
+reported, never tuned on.
 
-    python -m bench.eval_reasoning [--splits train,dev] [--locomo] [--json]
+    python -m bench.eval_reasoning [--splits dev,test] [--alternatives] [--locomo] [--json]
 
 A split is a name (`bench/data/reasoning/<name>.json`) or a glob of part files in the same format,
 merged in memory (`--splits '/work/trainparts/?.json'`).
@@ -17,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import glob
 import hashlib
 import json
@@ -32,17 +35,20 @@ from typing import Any
 import apsw
 
 from bench.embed_cache import cached_embedder, model_tag
+from thoughtline.domain.vector_keys import chunk_texts
 from thoughtline.identity import Principal, reset_principal, set_principal
-from thoughtline.library import vectors
+from thoughtline.library import pipeline, vectors
+from thoughtline.library.dense import DenseIndex
 from thoughtline.library.embed import Embedder
-from thoughtline.library.retrieval import Tuning, hybrid_search
-from thoughtline.library.search import chunk_texts
+from thoughtline.library.query import build_query
+from thoughtline.library.search_types import Scope, Tuning
 from thoughtline.mcp.library_tools import Library
 from thoughtline.mcp.tools import ToolRegistry, core_tools
 from thoughtline.storage.db import connect
 from thoughtline.storage.router import StoreRouter, store_path
 
 DATA = Path(__file__).resolve().parent / "data" / "reasoning"
+AGENT_QUERIES = Path(__file__).resolve().parent / "data" / "agent-queries"
 MODES = ("keyword", "vector", "hybrid")
 ABSENT = ("absent", "absent_near")
 USER = "eval"
@@ -69,6 +75,9 @@ class Question:
     kind: str
     text: str
     answers: frozenset[int]
+    alternatives: tuple[str, ...] = ()
+    # Answer thought id -> its sequence row id (sequence recall).
+    sequences: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -152,6 +161,21 @@ def load_split(spec: str) -> dict[str, Any]:
     return merged
 
 
+def load_alternatives(split: str) -> dict[str, tuple[str, ...]]:
+    """The agent-written alternatives of a split's questions, by question id (none when the file is absent)."""
+    path = AGENT_QUERIES / f"{split}.json"
+    if not path.exists():
+        raise SystemExit(f"no agent-written alternatives for {split!r} at {path}")
+    raw = json.loads(path.read_text())
+    return {str(q["id"]): tuple(q["alternatives"]) for q in raw["questions"]}
+
+
+def with_alternatives(questions: Sequence[Question], split: str) -> list[Question]:
+    """The questions with their agent-written alternatives (ids not in the file keep none)."""
+    alts = load_alternatives(split)
+    return [replace(q, alternatives=alts.get(q.qid, ())) for q in questions]
+
+
 def build(data: Mapping[str, Any], workdir: Path, embedder: Embedder) -> Built:
     """Write, embed and map one split (reusing a store built from the same data and chunking)."""
     # The store's vectors depend on the data and on how thoughts are cut into passages.
@@ -171,9 +195,16 @@ def build(data: Mapping[str, Any], workdir: Path, embedder: Embedder) -> Built:
         mapping_file.write_text(json.dumps(ids))
     conn = connect(path, "wal")
     vectors.backfill(conn, embedder)
+    sequence_of = {int(t): int(s) for t, s in conn.execute("SELECT id, sequence_id FROM thoughts")}
     conn.close()
     questions = [
-        Question(str(q["id"]), str(q["type"]), str(q["query"]), frozenset(ids[a] for a in q["answers"]))
+        Question(
+            str(q["id"]),
+            str(q["type"]),
+            str(q["query"]),
+            frozenset(ids[a] for a in q["answers"]),
+            sequences=frozenset(sequence_of[ids[a]] for a in q["answers"]),
+        )
         for q in data["questions"]
     ]
     return Built(path, questions)
@@ -182,33 +213,24 @@ def build(data: Mapping[str, Any], workdir: Path, embedder: Embedder) -> Built:
 def run_questions(
     conn: apsw.Connection, embedder: Embedder, questions: Sequence[Question], tuning: Tuning | None = None
 ) -> list[dict[str, Any]]:
-    """Every question in every mode: one row per (question, mode) with its ranking and abstention."""
-    index = _index()
-    tuning = tuning or Tuning()
-    fields = {f.name for f in dataclasses.fields(tuning)}
-    # Rank even when the search would abstain, so ranking and abstention are measured apart (a
-    # build before issue 8 had only a cosine threshold: then the shipped call decides abstention).
-    change: dict[str, Any] = {"abstain": False} if "abstain" in fields else {"abstain_below": -1.0}
-    ranking = replace(tuning, **change)
+    """Every question once: one row per (question, mode) with its ranking and abstention.
+
+    The keyword and vector orders are the hybrid pool's own sides (the same candidates the ranker
+    saw); abstention is the shipped model's decision on that pool.
+    """
+    scope = Scope(tuning=tuning or Tuning(), index=DenseIndex())
     rows: list[dict[str, Any]] = []
     for q in questions:
+        pool = pipeline.gather(conn, build_query(q.text, q.alternatives, embedder), scope)
+        abstained = pipeline.judge(pool) > pool.models.abstain_above
+        orders = {"keyword": pipeline.keyword_order(pool), "vector": pool.dense, "hybrid": pipeline.rank(pool)}
         for mode in MODES:
-            outcome = hybrid_search(conn, embedder, q.text, limit=10, tuning=ranking, index=index, mode=mode)
-            abstained = outcome.abstained
-            if "abstain" not in fields and mode == "hybrid":
-                abstained = hybrid_search(conn, embedder, q.text, limit=10, tuning=tuning, index=index).abstained
-            ranked = [h.record.thought_id for h in outcome.hits]
-            rows.append({"q": q, "mode": mode, "ranked": ranked, "abstained": abstained})
+            hits = pipeline.top_hits(pool, orders[mode], scope.tuning, limit=10, by="thought")
+            ranked = [h.record.thought_id for h in hits]
+            seqs = pipeline.top_hits(pool, orders[mode], scope.tuning, limit=5, by="sequence")
+            sequences = [h.record.sequence_key for h in seqs]
+            rows.append({"q": q, "mode": mode, "ranked": ranked, "sequences": sequences, "abstained": abstained})
     return rows
-
-
-def _index() -> Any:
-    # A build before issue 8 has no dense index; its small stores searched sqlite-vec directly.
-    try:
-        from thoughtline.library.dense import DenseIndex
-    except ImportError:
-        return None
-    return DenseIndex()
 
 
 def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
@@ -228,27 +250,36 @@ def _metrics(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
     absent = [r for r in rows if not r["q"].answers]
     m: dict[str, float] = {"n": len(rows)}
     if answerable:
-        r5, r10, rr = [], [], []
+        r5, r10, rr, s5 = [], [], [], []
         for r in answerable:
             gold, ranked = r["q"].answers, r["ranked"]
             r5.append(len(gold & set(ranked[:5])) / len(gold))
             r10.append(len(gold & set(ranked[:10])) / len(gold))
             first = next((i for i, tid in enumerate(ranked) if tid in gold), None)
             rr.append(0.0 if first is None else 1.0 / (first + 1))
+            s5.append(float(bool(r["q"].sequences & set(r["sequences"][:5]))))
         m.update({"recall@5": statistics.fmean(r5), "recall@10": statistics.fmean(r10), "mrr": statistics.fmean(rr)})
+        m["sequence_recall@5"] = statistics.fmean(s5)
         m["answerable_abstained"] = statistics.fmean(float(r["abstained"]) for r in answerable)
     if absent:
-        m["absent_abstained"] = statistics.fmean(float(r["abstained"]) for r in absent)
+        m["never_stored_abstained"] = statistics.fmean(float(r["abstained"]) for r in absent)
+    for kind in ABSENT:
+        mine = [r for r in absent if r["q"].kind == kind]
+        if mine:
+            m[f"{kind}_abstained"] = statistics.fmean(float(r["abstained"]) for r in mine)
     return {k: round(v, 4) for k, v in m.items()}
 
 
-def evaluate_split(name: str, workdir: Path, embedder: Embedder, tuning: Tuning | None = None) -> dict[str, Any]:
-    """Build (or reuse) the split's store and summarise every mode."""
+def evaluate_split(
+    name: str, workdir: Path, embedder: Embedder, tuning: Tuning | None = None, alternatives: bool = False
+) -> dict[str, Any]:
+    """Build (or reuse) the split's store and summarise every mode (with the agent-written alternatives)."""
     data = load_split(name)
     built = build(data, workdir, embedder)
+    questions = with_alternatives(built.questions, str(data.get("split", name))) if alternatives else built.questions
     conn = connect(built.path, "wal", readonly=True)
     try:
-        rows = run_questions(conn, embedder, built.questions, tuning)
+        rows = run_questions(conn, embedder, questions, tuning)
     finally:
         conn.close()
     return summarise(rows)
@@ -257,20 +288,22 @@ def evaluate_split(name: str, workdir: Path, embedder: Embedder, tuning: Tuning 
 def print_table(sets: Mapping[str, Mapping[str, Mapping[str, Mapping[str, float]]]]) -> None:
     """One table: a row per (set, mode)."""
     head = (
-        f"{'set':8} {'mode':8} {'n':>4} {'r@5':>6} {'r@10':>6} {'MRR':>6} "
-        f"{'absent→abstain':>15} {'answerable→abstain':>19}"
+        f"{'set':14} {'mode':8} {'n':>4} {'r@5':>6} {'r@10':>6} {'MRR':>6} {'seq@5':>6} "
+        f"{'absent→abst':>12} {'near→abst':>10} {'answerable→abst':>16}"
     )
     print(head)
     print("-" * len(head))
     for set_name, modes in sets.items():
         for mode, groups in modes.items():
             a = groups["all"]
-            absent = f"{a['absent_abstained']:.3f}" if "absent_abstained" in a else "—"
-            wrong = f"{a['answerable_abstained']:.3f}" if mode == "hybrid" and "answerable_abstained" in a else "—"
-            absent = absent if mode == "hybrid" else "—"
+
+            def share(key: str, a: Mapping[str, float] = a, mode: str = mode) -> str:
+                return f"{a[key]:.3f}" if mode == "hybrid" and key in a else "—"
+
             print(
-                f"{set_name:8} {mode:8} {int(a['n']):>4} {a.get('recall@5', 0):>6.3f} {a.get('recall@10', 0):>6.3f} "
-                f"{a.get('mrr', 0):>6.3f} {absent:>15} {wrong:>19}"
+                f"{set_name:14} {mode:8} {int(a['n']):>4} {a.get('recall@5', 0):>6.3f} {a.get('recall@10', 0):>6.3f} "
+                f"{a.get('mrr', 0):>6.3f} {a.get('sequence_recall@5', 0):>6.3f} {share('absent_abstained'):>12} "
+                f"{share('absent_near_abstained'):>10} {share('answerable_abstained'):>16}"
             )
 
 
@@ -284,7 +317,7 @@ def print_types(name: str, modes: Mapping[str, Mapping[str, Mapping[str, float]]
             if "recall@5" in g:
                 cells.append(f"{mode} r@5 {g['recall@5']:.3f} r@10 {g['recall@10']:.3f} MRR {g['mrr']:.3f}")
         hybrid = modes["hybrid"][kind]
-        abst = hybrid.get("absent_abstained", hybrid.get("answerable_abstained", 0.0))
+        abst = hybrid.get("never_stored_abstained", hybrid.get("answerable_abstained", 0.0))
         print(f"  {name} {kind:12} n={int(hybrid['n']):>3} abstain {abst:.3f}  " + " | ".join(cells))
 
 
@@ -293,6 +326,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--splits", default="dev,test")
     parser.add_argument("--locomo", action="store_true", help="also run LoCoMo, all ten conversations")
+    parser.add_argument(
+        "--alternatives",
+        choices=("off", "on", "both"),
+        default="off",
+        const="on",
+        nargs="?",
+        help="send the agent-written alternatives with each question (both: each split twice)",
+    )
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "thoughtline-eval-stores")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--model", type=Path, help="an ONNX embedding model other than the shipped one")
@@ -306,7 +347,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     sets: dict[str, Any] = {}
     for name in [s.strip() for s in args.splits.split(",") if s.strip()]:
         label = name if "/" not in name and not name.endswith(".json") else str(load_split(name)["split"])
-        sets[label] = evaluate_split(name, args.workdir, embedder)
+        if args.alternatives in ("off", "both"):
+            sets[label] = evaluate_split(name, args.workdir, embedder)
+        if args.alternatives in ("on", "both"):
+            sets[f"{label}+alts"] = evaluate_split(name, args.workdir, embedder, alternatives=True)
     if args.locomo:
         from bench import eval_locomo
 

@@ -16,14 +16,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.eval_reasoning import build, load_split
+from bench.eval_reasoning import build, load_alternatives, load_split
 from thoughtline.library import ranker
 from thoughtline.library.dense import DenseIndex
 from thoughtline.library.embed import Embedder
 from thoughtline.library.pipeline import gather
-from thoughtline.library.retrieval import Tuning
+from thoughtline.library.query import build_query
+from thoughtline.library.search_types import Scope
 from thoughtline.storage.db import connect
-from thoughtline.storage.search import SearchFilters
 
 F = NDArray[np.float64]
 
@@ -36,14 +36,14 @@ class Example:
     kind: str
     split: str
     topic: str
-    x: F
+    x: ranker.Table
     y: NDArray[np.bool_]
-    q: F
+    q: ranker.Table
     answerable: bool
     # The writer's part of a train question ("a".."j"), which cross-validation holds out whole.
     part: str = ""
 
-    def with_query(self, q: F) -> Example:
+    def with_query(self, q: ranker.Table) -> Example:
         """The same example with other query features."""
         return replace(self, q=q)
 
@@ -90,27 +90,42 @@ def shards(data: dict[str, Any], n: int) -> list[dict[str, Any]]:
     return out
 
 
-def collect(spec: str, models: ranker.Models, workdir: Path, embedder: Embedder, n_shards: int = 1) -> list[Example]:
+@dataclass(frozen=True)
+class Setup:
+    """How pools are gathered: the models, the stores' directory, the embedder, and whether
+    questions carry their agent-written alternatives."""
+
+    models: ranker.ModelSet
+    workdir: Path
+    embedder: Embedder
+    alternatives: bool = False
+    n_shards: int = 1
+
+    def alternatives_of(self, split: str) -> dict[str, tuple[str, ...]]:
+        """Question id -> alternatives (empty without `alternatives`)."""
+        return load_alternatives(split) if self.alternatives else {}
+
+
+def collect(spec: str, setup: Setup) -> list[Example]:
     """Pools of every question of one split; a never-stored question is a topic of its own."""
     whole = load_split(spec)
     split = str(whole.get("split", spec))
-    if split == "dev" or n_shards <= 1:
-        return _collect(whole, split, models, workdir, embedder)
-    return [e for part in shards(whole, n_shards) for e in _collect(part, split, models, workdir, embedder)]
+    if split == "dev" or setup.n_shards <= 1:
+        return _collect(whole, split, setup)
+    return [e for part in shards(whole, setup.n_shards) for e in _collect(part, split, setup)]
 
 
-def _collect(
-    data: dict[str, Any], split: str, models: ranker.Models, workdir: Path, embedder: Embedder
-) -> list[Example]:
-    built = build(data, workdir, embedder)
+def _collect(data: dict[str, Any], split: str, setup: Setup) -> list[Example]:
+    built = build(data, setup.workdir, setup.embedder)
     topic_of = _topics(data)
     by_qid = {q["id"]: q for q in data["questions"]}
+    alts = setup.alternatives_of(split)
     conn = connect(built.path, "wal", readonly=True)
-    index = DenseIndex()
+    scope = Scope(index=DenseIndex(), models=setup.models)
     out: list[Example] = []
     try:
         for q in built.questions:
-            pool = gather(conn, embedder, q.text, SearchFilters(), Tuning(), index, "hybrid", models)
+            pool = gather(conn, build_query(q.text, alts.get(q.qid, ()), setup.embedder), scope)
             y = np.array([tid in q.answers for tid in pool.ids], dtype=np.bool_)
             raw = by_qid[q.qid]
             topic = topic_of[raw["answers"][0]] if raw["answers"] else f"absent:{q.qid}"
@@ -124,9 +139,7 @@ def _collect(
     return out
 
 
-def collect_ablated(
-    spec: str, models: ranker.Models, workdir: Path, embedder: Embedder, n_shards: int = 1
-) -> list[Example]:
+def collect_ablated(spec: str, setup: Setup) -> list[Example]:
     """Topic ablation: each topic's answerable questions, asked of the split without that topic.
 
     One in-domain never-stored question per answerable one, about a topic that is now absent
@@ -135,14 +148,13 @@ def collect_ablated(
     """
     whole = load_split(spec)
     split = str(whole.get("split", spec))
-    pieces = [whole] if split == "dev" else shards(whole, n_shards)
-    return [e for data in pieces for e in _ablated(data, split, models, workdir, embedder)]
+    pieces = [whole] if split == "dev" else shards(whole, setup.n_shards)
+    return [e for data in pieces for e in _ablated(data, split, setup)]
 
 
-def _ablated(
-    data: dict[str, Any], split: str, models: ranker.Models, workdir: Path, embedder: Embedder
-) -> list[Example]:
+def _ablated(data: dict[str, Any], split: str, setup: Setup) -> list[Example]:
     topic_of = _topics(data)
+    alts = setup.alternatives_of(split)
     out: list[Example] = []
     for topic in sorted({s["topics"][0] for s in data["sequences"]}):
         kept = [s for s in data["sequences"] if topic not in s["topics"]]
@@ -155,12 +167,13 @@ def _ablated(
         if not asked:
             continue
         part = {**data, "split": f"{data.get('split', split)}-without-{topic}", "sequences": kept, "questions": []}
-        built = build(part, workdir, embedder)
+        built = build(part, setup.workdir, setup.embedder)
         conn = connect(built.path, "wal", readonly=True)
-        index = DenseIndex()
+        scope = Scope(index=DenseIndex(), models=setup.models)
         try:
             for q in asked:
-                pool = gather(conn, embedder, q["query"], SearchFilters(), Tuning(), index, "hybrid", models)
+                query = build_query(q["query"], alts.get(q["id"], ()), setup.embedder)
+                pool = gather(conn, query, scope)
                 none = np.zeros(len(pool.ids), dtype=np.bool_)
                 qid = f"{q['id']}-ablated"
                 ex = Example(qid, "ablated", split, f"{split}:{topic}", pool.features, none, pool.query_features, False)

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
+from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS, VECTOR_SLOTS, chunk_texts
 from thoughtline.library import vectors
 from thoughtline.library.embed import MiniLMEmbedder
-from thoughtline.library.search import PASSAGE_MIN_CHARS, chunk_texts
 from thoughtline.storage import embedder_ids
 from thoughtline.storage import search as search_store
 from thoughtline.storage.db import connect, write_transaction
-from thoughtline.storage.migrations import VECTOR_SLOTS, migrate
+from thoughtline.storage.migrations import migrate
 
 DEV = Path(__file__).resolve().parent / "data" / "reasoning" / "dev.json"
 PREVIOUS = "previous-model"

@@ -129,7 +129,7 @@ async def search_worker(data_dir: Path, thoughts: int) -> dict[str, Any]:
         pass
     written = rss_mb()
     count = await opened.read(search_store.vector_count)
-    index = library.index_for(opened, count)
+    index = library.index_for(opened)
     for query in words * 3:
 
         def search(conn: Any, q: str = query) -> object:

@@ -6,9 +6,12 @@ questions against answerable ones). Cross-validation is topic-grouped over dev: 
 scored by models fitted on the other splits plus the other dev folds, so `--splits dev` and
 `--splits train,dev` are compared on the same held-out dev questions. It picks nothing by
 itself; it prints the estimates. The weights are written to the package as plain numbers.
-Test and LoCoMo are never read here.
+Test and LoCoMo are never read here. `--alternatives` fits the second model set, for questions
+sent with alternatives (the agent-written ones of bench/data/agent-queries), over the
+question's features and those taken across phrasings; `--write` replaces only that set's section
+of the weights file.
 
-    python -m bench.train_ranker [--splits train,dev] [--ablation] [--write]
+    python -m bench.train_ranker [--splits train,dev] [--alternatives] [--ablation] [--write]
 """
 
 from __future__ import annotations
@@ -19,28 +22,31 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from bench.embed_cache import cached_embedder, model_tag
-from bench.ranker_data import Example, collect, collect_ablated
+from bench.ranker_data import Example, Setup, collect, collect_ablated
 from thoughtline.library import ranker
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "service" / "thoughtline" / "library" / "ranker_weights.json"
 F = NDArray[np.float64]
 
 
-def fit_pairwise(examples: Sequence[Example], l2: float, steps: int = 400) -> ranker.Linear:
+def fit_pairwise(
+    examples: Sequence[Example], l2: float, steps: int = 400, names: Sequence[str] = ranker.CANDIDATE_FEATURES
+) -> ranker.Linear:
     """Logistic loss on (answer - other) feature differences, standardised features, gradient descent."""
-    xs = np.vstack([e.x for e in examples if e.answerable])
+    xs = np.vstack([e.x.select(names) for e in examples if e.answerable])
     mean, scale = xs.mean(axis=0), xs.std(axis=0)
     scale[scale < 1e-9] = 1.0
     diffs = []
     for e in examples:
         if not e.answerable or not e.y.any() or e.y.all():
             continue
-        z = (e.x - mean) / scale
+        z = (e.x.select(names) - mean) / scale
         pos, neg = z[e.y], z[~e.y]
         d = (pos[:, None, :] - neg[None, :, :]).reshape(-1, z.shape[1])
         # Each question weighs the same, however many pairs its pool makes.
@@ -54,7 +60,7 @@ def fit_pairwise(examples: Sequence[Example], l2: float, steps: int = 400) -> ra
             p = 1.0 / (1.0 + np.exp(d @ w))
             grad -= weight * (d * p[:, None]).sum(axis=0) / n_q
         w -= lr * grad
-    return ranker.Linear(mean, scale, w, 0.0)
+    return ranker.Linear(tuple(names), mean, scale, w, 0.0)
 
 
 def fit_logistic(x: F, y: NDArray[np.bool_], l2: float, steps: int = 2000) -> ranker.Linear:
@@ -70,15 +76,15 @@ def fit_logistic(x: F, y: NDArray[np.bool_], l2: float, steps: int = 2000) -> ra
         g = weight * (p - t)
         w -= 0.5 * (z.T @ g + l2 * w / len(t))
         b -= 0.5 * float(g.sum())
-    return ranker.Linear(mean, scale, w, b)
+    return ranker.Linear((), mean, scale, w, b)
 
 
-def fit_abstain(x: F, y: NDArray[np.bool_], l2: float, keep: NDArray[np.bool_]) -> ranker.Linear:
-    """`fit_logistic` over the `keep` columns only; the others get weight 0 in the shipped model."""
+def fit_abstain(x: F, y: NDArray[np.bool_], l2: float, keep: NDArray[np.bool_], names: Sequence[str]) -> ranker.Linear:
+    """`fit_logistic` over the `keep` columns of `x` (columns `names`); the others get weight 0."""
     part = fit_logistic(x[:, keep], y, l2)
     mean, scale, coef = np.zeros(x.shape[1]), np.ones(x.shape[1]), np.zeros(x.shape[1])
     mean[keep], scale[keep], coef[keep] = part.mean, part.scale, part.coef
-    return ranker.Linear(mean, scale, coef, part.bias)
+    return ranker.Linear(tuple(names), mean, scale, coef, part.bias)
 
 
 ALLOWED = (0.0, 0.01, 0.02, 0.05)
@@ -138,10 +144,6 @@ def folds(examples: Sequence[Example], k: int = 5, seed: int = 8) -> list[tuple[
     return [([e for e in examples if of(e) != i], [e for e in examples if of(e) == i]) for i in range(k)]
 
 
-_TOP_RANK = ranker.QUERY_FEATURES.index("top_rank")
-_RANK_MARGIN = ranker.QUERY_FEATURES.index("rank_margin")
-
-
 def with_ranker(examples: Sequence[Example], model: ranker.Linear) -> list[Example]:
     """The examples with their query features' ranker columns recomputed under `model`.
 
@@ -150,15 +152,16 @@ def with_ranker(examples: Sequence[Example], model: ranker.Linear) -> list[Examp
     out = []
     for e in examples:
         scores = model.score(e.x)
-        q = e.q.copy()
-        q[_TOP_RANK] = float(scores.max())
-        q[_RANK_MARGIN] = float(scores.max() - np.sort(scores)[-min(5, scores.size)])
+        top = float(scores.max()) if scores.size else 0.0
+        margin = float(scores.max() - np.sort(scores)[-min(5, scores.size)]) if scores.size else 0.0
+        q = e.q.with_column("top_rank", np.array([top])).with_column("rank_margin", np.array([margin]))
         out.append(e.with_query(q))
     return out
 
 
 def _doubt(model: ranker.Linear, examples: Sequence[Example]) -> F:
-    out: F = 1 / (1 + np.exp(-model.score(np.vstack([e.q for e in examples]))))
+    table = ranker.Table(examples[0].q.names, np.vstack([e.q.matrix for e in examples]))
+    out: F = 1 / (1 + np.exp(-model.score(table)))
     return out
 
 
@@ -174,7 +177,18 @@ def abstain_set(examples: Sequence[Example], args: argparse.Namespace) -> tuple[
     negatives = {"absent", "absent_near", *(("ablated",) if args.ablated_negatives else ())}
     splits = {s for s in args.abstain_splits.split(",") if s}
     fit_on = [e for e in examples if (e.answerable or e.kind in negatives) and (not splits or e.split in splits)]
-    return np.vstack([e.q for e in fit_on]), np.array([not e.answerable for e in fit_on])
+    names = query_names(args)
+    return np.vstack([e.q.select(names) for e in fit_on]), np.array([not e.answerable for e in fit_on])
+
+
+def candidate_names(args: argparse.Namespace) -> tuple[str, ...]:
+    """The ranker's features: the question's, and with alternatives those taken across phrasings."""
+    return (*ranker.CANDIDATE_FEATURES, *(ranker.ALTERNATIVE_FEATURES if args.alternatives else ()))
+
+
+def query_names(args: argparse.Namespace) -> tuple[str, ...]:
+    """The abstention model's features, likewise."""
+    return (*ranker.QUERY_FEATURES, *(ranker.ALTERNATIVE_QUERY_FEATURES if args.alternatives else ()))
 
 
 @dataclass
@@ -207,13 +221,13 @@ def cross_validate(
     scored: dict[str, list[F]] = {}
     doubts: dict[str, list[tuple[str, bool, float]]] = {}
     for train, held in folds(examples, seed=seed):
-        fold_ranker = fit_pairwise([e for e in train if e.answerable], args.l2, args.steps)
+        fold_ranker = fit_pairwise([e for e in train if e.answerable], args.l2, args.steps, candidate_names(args))
         for e in held:
             if e.answerable:
                 held_rank.setdefault(e.split, []).append(e)
                 scored.setdefault(e.split, []).append(fold_ranker.score(e.x))
         train, held = with_ranker(train, fold_ranker), with_ranker(held, fold_ranker)
-        model = fit_abstain(*abstain_set(train, args), args.abstain_l2, keep)
+        model = fit_abstain(*abstain_set(train, args), args.abstain_l2, keep, query_names(args))
         for e, d in zip(held, _doubt(model, held).tolist(), strict=True):
             doubts.setdefault(e.split, []).append((e.kind, e.answerable, d))
     out = {}
@@ -262,6 +276,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--threshold-splits", default="dev", help="splits whose held-out answerable doubts set the threshold"
     )
     parser.add_argument("--fold-seeds", default="8", help="comma-separated seeds of the dev fold assignment")
+    parser.add_argument("--alternatives", action="store_true", help="fit the set for questions sent with alternatives")
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--model", type=Path, help="an ONNX embedding model other than the shipped one")
     parser.add_argument("--pooling", choices=("mean", "cls"), default="mean", help="how --model pools tokens")
@@ -276,18 +291,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     # Stores hold vectors, so each model gets stores of its own.
     args.workdir = args.workdir / model_tag(args.model, args.pooling)
     current = json.loads(WEIGHTS.read_text())
-    # Pools are gathered under the shipped ranker (its top sequences feed `seq_coverage`, as at
-    # run time), without the abstention model (whose small-store shrinkage would alter features).
-    shipped = {"ranker": current["ranker"]} if current.get("features") == list(ranker.CANDIDATE_FEATURES) else {}
-    models = ranker.load_models({"seq_weight": current.get("seq_weight", 0.5), **shipped})
+    section = "alternatives" if args.alternatives else "question"
+    # Pools are gathered under the shipped ranker of this set (its top sequences feed
+    # `seq_coverage`, as at run time; the question's when the set has none yet), without the
+    # abstention model (whose small-store shrinkage would alter features).
+    if "question" not in current:
+        current = {"seq_weight": current.get("seq_weight", 0.5), "question": _legacy_section(current)}
+    shipped = current.get(section, current["question"])
+    seq_weight = current.get("seq_weight", 0.5)
+    models = ranker.load_models({"seq_weight": seq_weight, section: {"ranker": shipped["ranker"]}})
     embedder = cached_embedder(args.model, args.pooling, args.query_prefix)
-    examples = [e for spec in specs for e in collect(spec, models, args.workdir, embedder, args.shards)]
+    setup = Setup(models, args.workdir, embedder, args.alternatives, args.shards)
+    examples = [e for spec in specs for e in collect(spec, setup)]
     if args.ablation:
-        examples += [e for spec in specs for e in collect_ablated(spec, models, args.workdir, embedder, args.shards)]
+        examples += [e for spec in specs for e in collect_ablated(spec, setup)]
     counts = {s: sum(e.split == s for e in examples) for s in sorted({e.split for e in examples})}
     print("questions per split (with ablated):", counts)
     dropped = {name for name in args.abstain_drop.split(",") if name}
-    keep = np.array([name not in dropped for name in ranker.QUERY_FEATURES])
+    keep = np.array([name not in dropped for name in query_names(args)])
     held_out_doubts: list[float] = []
     for seed in [int(v) for v in args.fold_seeds.split(",")]:
         held = cross_validate(examples, args, keep, seed)
@@ -297,13 +318,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(f"  {split} held out at this seed's threshold {cut:.3f}:", h.at(cut))
         held_out_doubts = held_out_doubts or doubts
     real = [e for e in examples if e.kind != "ablated"]
-    full = fit_pairwise([e for e in real if e.answerable], args.l2, args.steps)
+    full = fit_pairwise([e for e in real if e.answerable], args.l2, args.steps, candidate_names(args))
     print("fit ranker, in sample:", {s: metrics(full, [e for e in real if e.split == s]) for s in counts})
     examples = with_ranker(examples, full)
-    print("ranker coefficients:", dict(zip(ranker.CANDIDATE_FEATURES, np.round(full.coef, 3).tolist(), strict=True)))
-    abstain = fit_abstain(*abstain_set(examples, args), args.abstain_l2, keep)
+    print("ranker coefficients:", dict(zip(full.features, np.round(full.coef, 3).tolist(), strict=True)))
+    abstain = fit_abstain(*abstain_set(examples, args), args.abstain_l2, keep, query_names(args))
     threshold = abstention_threshold(np.array(held_out_doubts), args.abstain_target, args.abstain_margin)
-    print("abstain coefficients:", dict(zip(ranker.QUERY_FEATURES, np.round(abstain.coef, 3).tolist(), strict=True)))
+    print("abstain coefficients:", dict(zip(abstain.features, np.round(abstain.coef, 3).tolist(), strict=True)))
     dev = [e for e in examples if e.split == "dev" and e.kind != "ablated"]
     doubt = _doubt(abstain, dev)
     never = np.array([not e.answerable for e in dev])
@@ -312,19 +333,31 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     print(f"abstain threshold {threshold:.3f} (from {args.threshold_splits} held-out doubts): dev in sample, {shares}")
     if args.write:
-        out = {
+        written = {
             "_comment": f"Written by bench/train_ranker.py (bench/data/reasoning): ranker on {' + '.join(counts)}, "
             f"abstention on {args.abstain_splits.replace(',', ' + ') or ' + '.join(counts)}, threshold from "
-            f"{args.threshold_splits} held-out doubts; embedder {model_tag(args.model, args.pooling)}.",
-            "seq_weight": models.seq_weight,
-            "features": list(ranker.CANDIDATE_FEATURES),
+            f"{args.threshold_splits} held-out doubts; embedder {model_tag(args.model, args.pooling)}"
+            + ("; questions sent with the agent-written alternatives." if args.alternatives else "; questions alone."),
             "ranker": full.to_json(),
-            "query_features": list(ranker.QUERY_FEATURES),
             "abstain": abstain.to_json(),
             "abstain_above": round(threshold, 4),
         }
+        other = "question" if args.alternatives else "alternatives"
+        out = {"seq_weight": seq_weight, section: written}
+        if other in current:
+            out[other] = current[other]
         WEIGHTS.write_text(json.dumps(out, indent=1) + "\n")
-        print("wrote", WEIGHTS)
+        print("wrote", WEIGHTS, "section", section)
+
+
+def _legacy_section(current: dict[str, Any]) -> dict[str, Any]:
+    """A weights file from before alternatives: its one flat set, with feature names inside each model."""
+    return {
+        "_comment": current.get("_comment", ""),
+        "ranker": {"features": current["features"], **current["ranker"]},
+        "abstain": {"features": current["query_features"], **current["abstain"]},
+        "abstain_above": current["abstain_above"],
+    }
 
 
 if __name__ == "__main__":

@@ -14,11 +14,10 @@ import apsw
 import numpy as np
 
 from tests.golden.harness import LibraryHarness
+from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS, VECTOR_SLOTS, chunk_texts
 from thoughtline.identity import OWNER_KEY
 from thoughtline.library.embed import MiniLMEmbedder, Vectors
-from thoughtline.library.search import PASSAGE_MIN_CHARS, chunk_texts
 from thoughtline.storage import search as search_store
-from thoughtline.storage.migrations import VECTOR_SLOTS
 
 NOTE = "Note "
 

@@ -46,6 +46,21 @@ async def test_search_answers_what_the_tool_answers_for_the_same_arguments(app: 
     assert rest_grouped["by"] == "sequence"
 
 
+async def test_repeated_alternatives_are_the_tools_alternatives(app: Served) -> None:
+    phrasings = ["water bill went up", "drip line repair in the backyard"]
+    async with connected(app) as client:
+        hose = await write(client, HOSE)
+        await write(client, BREAD)
+        tool = await call(client, "search_thoughts", query="why is the garden wet", alternatives=phrasings)
+    async with api_client(app) as api:
+        rest = body(await api.get("/search", params={"q": "why is the garden wet", "alternatives": phrasings}))
+        too_many = refusal(await api.get("/search", params={"q": "x", "alternatives": ["y"] * 5}), 400)
+    assert _same(rest) == _same(tool)
+    assert rest["results"][0]["sequenceId"] == hose
+    assert too_many[0] == "invalid_input"
+    assert "'alternatives'" in too_many[1]
+
+
 @pytest.mark.parametrize(
     ("params", "status", "code", "needle"),
     [

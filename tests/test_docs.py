@@ -96,6 +96,7 @@ SAMPLES = {
     "AWS_LAMBDA_FUNCTION_NAME": "thoughtline",
     "K_SERVICE": "thoughtline",
     "THOUGHTLINE_MAX_OPEN_STORES": "64",
+    "THOUGHTLINE_INDEX_MEMORY_MB": "96",
     "THOUGHTLINE_MALLOC_ARENAS": "0",
 }
 # Settings fields no environment variable sets (tests and embedding code pass them directly).

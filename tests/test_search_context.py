@@ -8,6 +8,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from tests import fts_support as fts
 from thoughtline.library import search
 from thoughtline.storage import search as search_store
 from thoughtline.storage.db import connect
@@ -60,7 +61,7 @@ def conn(tmp_path: Path) -> Iterator[apsw.Connection]:
 
 
 def test_in_column_wraps_a_match_in_a_column_filter() -> None:
-    assert search.in_column("body", '"a" "b"') == 'body : ("a" "b")'
+    assert fts.in_column("body", '"a" "b"') == 'body : ("a" "b")'
 
 
 def test_a_thought_is_found_by_its_neighbours_words_below_the_thought_that_holds_them(conn: apsw.Connection) -> None:
@@ -83,10 +84,10 @@ def test_the_sequence_title_matches_every_thought_of_the_sequence(conn: apsw.Con
 
 def test_the_strict_match_sees_only_the_thoughts_own_text(conn: apsw.Connection) -> None:
     _add_sequence(conn, "seq_a", "Export timeouts", STEPS)
-    both = search.fts_escape("serializer caching")
+    both = fts.fts_escape("serializer caching")
     assert both is not None
     assert set(_ids(conn, both)) == {2, 3}  # each holds one word and the other as context
-    assert _ids(conn, search.in_column("body", both)) == []
+    assert _ids(conn, fts.in_column("body", both)) == []
 
 
 def test_writes_edits_and_deletes_keep_the_index_equal_to_a_full_refill(conn: apsw.Connection) -> None:
@@ -123,7 +124,7 @@ def test_a_store_upgraded_to_0004_indexes_its_existing_thoughts_with_context(tmp
     _add_sequence(conn, "seq_a", "Export timeouts", STEPS)
     assert migrate(conn, MIGRATIONS[:4]) == ["0004_search_context"]  # later migrations are not this test's
     assert set(_ids(conn, '"serializer"')) == {1, 2, 3}
-    assert _ids(conn, search.in_column("body", '"serializer"')) == [2]
+    assert _ids(conn, fts.in_column("body", '"serializer"')) == [2]
     conn.close()
 
 
@@ -132,4 +133,4 @@ def test_a_phrase_query_finds_only_thoughts_holding_the_words_side_by_side(conn:
     _add_sequence(conn, "seq_b", "Other", ["Nothing to see here."])
     phrases = search.phrase_query("Which support group did she join?")
     assert phrases == '"support group"'
-    assert _ids(conn, search.in_column("body", phrases)) == [1]
+    assert _ids(conn, fts.in_column("body", phrases)) == [1]

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests import fts_support as fts
 from thoughtline.library import search
 from thoughtline.storage import search as search_store
 from thoughtline.storage.db import connect
@@ -48,22 +49,22 @@ def conn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[apsw.Connection]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=ANY_TEXT)
 def test_any_text_escapes_to_a_query_fts5_accepts(conn: apsw.Connection, text: str) -> None:
-    for match in (search.fts_escape(text), search.natural_query(text), search.phrase_query(text)):
+    for match in (fts.fts_escape(text), search.natural_query(text), search.phrase_query(text)):
         if match is None:
             continue
         # Raises apsw.SQLError on a syntax error; any result list (even empty) is a pass.
         search_store.keyword_candidates(conn, match, SearchFilters(), 5)
-        search_store.keyword_candidates(conn, search.in_column("body", match), SearchFilters(), 5)
+        search_store.keyword_candidates(conn, fts.in_column("body", match), SearchFilters(), 5)
 
 
 def test_operators_in_user_text_are_searched_as_words(conn: apsw.Connection) -> None:
-    match = search.fts_escape('NEAR AND "quoted"')
+    match = fts.fts_escape('NEAR AND "quoted"')
     assert match == '"near" "and" "quoted"'
     assert len(search_store.keyword_candidates(conn, match, SearchFilters(), 5)) == 1
 
 
 def test_text_without_words_gives_no_query() -> None:
-    assert search.fts_escape(' "* ^ ()') is None
+    assert fts.fts_escape(' "* ^ ()') is None
     assert search.natural_query("?!") is None
     assert search.phrase_query("?!") is None
 

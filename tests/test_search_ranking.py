@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from thoughtline.domain.vector_keys import thought_of
 from thoughtline.library import ranker, vectors
 from thoughtline.library.dense import DenseIndex
 from thoughtline.library.embed import MiniLMEmbedder
@@ -49,9 +50,13 @@ def test_dense_index_scores_whole_best_sentence_and_sequence_and_follows_the_sto
     # The best vector is at least the whole thought, and for thought 1 it is its second sentence.
     assert np.all(scores.best >= scores.whole - 1e-6)
     assert scores.best_slot(0) == 2
-    # sqlite-vec agrees with the in-memory best-vector cosine.
-    expected = dict(search_store.vector_candidates(conn, query.tobytes(), 3))
-    assert np.allclose([expected[t] for t in (1, 2, 3)], scores.best, atol=1e-5)
+    # The best-vector cosine is that of the thought's closest stored (float) vector, to within the
+    # in-memory int8 codes' error.
+    expected: dict[int, float] = {}
+    for key, blob in search_store.vectors_after(conn, -1):
+        cosine = float(np.frombuffer(blob, dtype=np.float32) @ query)
+        expected[thought_of(key)] = max(expected.get(thought_of(key), -2.0), cosine)
+    assert np.allclose([expected[t] for t in (1, 2, 3)], scores.best, atol=3e-3)
     # Thoughts of one sequence share its centroid's cosine.
     assert scores.sequence[0] == pytest.approx(scores.sequence[1])
     assert scores.sequence[0] != pytest.approx(scores.sequence[2])
@@ -97,41 +102,83 @@ def _evidence(n: int, **override: object) -> ranker.Evidence:
 def test_candidate_features_give_a_keyword_miss_its_sides_minimum_and_measure_the_gap_to_the_best() -> None:
     ev = _evidence(3, keyword=[4.0, 2.0, None], keyword_rank=[0, 1, None], sem=[0.2, 0.5, 0.4], coverage=[1.0, 0.5, 0])
     x = ranker.candidate_features(ev)
-    names = ranker.CANDIDATE_FEATURES
-    assert x.shape == (3, len(names))
-    kw = x[:, names.index("kw_z")]
+    assert x.names == ranker.CANDIDATE_FEATURES
+    assert x.rows == 3
+    kw = x.column("kw_z")
     assert kw[0] > kw[1] == kw[2]
-    assert x[:, names.index("kw_rr")].tolist() == [1.0, 0.5, 0.0]
-    assert x[:, names.index("sem_gap")].tolist() == pytest.approx([-0.3, 0.0, -0.1])
-    assert x[:, names.index("all_terms")].tolist() == [1.0, 0.0, 0.0]
-    assert ranker.candidate_features(_evidence(0)).shape == (0, len(names))
+    assert x.column("kw_rr").tolist() == [1.0, 0.5, 0.0]
+    assert x.column("sem_gap").tolist() == pytest.approx([-0.3, 0.0, -0.1])
+    assert x.column("all_terms").tolist() == [1.0, 0.0, 0.0]
+    assert ranker.candidate_features(_evidence(0)).matrix.shape == (0, len(ranker.CANDIDATE_FEATURES))
+
+
+def test_alternative_evidence_adds_its_own_named_columns() -> None:
+    alt = ranker.AlternativeEvidence(
+        alt_sem_max=[0.6, 0.2],
+        all_sem_mean=[0.5, 0.1],
+        alt_seq_max=[0.4, 0.3],
+        keyword=[None, 3.0],
+        coverage=[0.5, 1.0],
+        fused_rank=[0, None],
+        neighbour_sem=[0.0, 0.0],
+        seq_best=[0.0, 0.0],
+    )
+    x = ranker.candidate_features(_evidence(2), alt)
+    assert x.names == (*ranker.CANDIDATE_FEATURES, *ranker.ALTERNATIVE_FEATURES)
+    assert x.column("alt_kw_z")[1] > x.column("alt_kw_z")[0]
+    assert x.column("fused_rr").tolist() == [1.0, 0.0]
 
 
 def test_a_lone_keyword_hit_still_beats_what_the_keyword_side_missed() -> None:
-    x = ranker.candidate_features(_evidence(2, keyword=[3.0, None], keyword_rank=[0, None]))
-    kw = x[:, ranker.CANDIDATE_FEATURES.index("kw_z")]
+    kw = ranker.candidate_features(_evidence(2, keyword=[3.0, None], keyword_rank=[0, None])).column("kw_z")
     assert kw[0] > kw[1]
 
 
-def test_the_shipped_models_read_every_feature_and_round_trip_through_json() -> None:
+def test_a_model_reads_its_columns_by_name_whatever_their_order_in_the_table() -> None:
+    model = ranker.Linear(("b", "a"), np.zeros(2), np.ones(2), np.array([1.0, 10.0]), 0.0)
+    table = ranker.Table.of({"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [5.0, 5.0]}, 2)
+    assert model.score(table).tolist() == [10.0, 1.0]
+
+
+def test_the_shipped_models_name_their_features_and_round_trip_through_json() -> None:
     raw = json.loads((resources.files("thoughtline") / "library" / "ranker_weights.json").read_text())
-    assert raw["features"] == list(ranker.CANDIDATE_FEATURES)
-    assert raw["query_features"] == list(ranker.QUERY_FEATURES)
-    models = ranker.load_models()
-    assert models.ranker is not None
-    assert models.abstain is not None
-    assert models.ranker.coef.shape == (len(ranker.CANDIDATE_FEATURES),)
-    assert models.abstain.coef.shape == (len(ranker.QUERY_FEATURES),)
-    assert 0 < models.abstain_above < 1
-    again = ranker.Linear.from_json(models.ranker.to_json())
-    x = np.ones((2, len(ranker.CANDIDATE_FEATURES)))
-    assert np.allclose(again.score(x), models.ranker.score(x), atol=1e-4)
+    assert raw["question"]["ranker"]["features"] == list(ranker.CANDIDATE_FEATURES)
+    assert raw["question"]["abstain"]["features"] == list(ranker.QUERY_FEATURES)
+    known = {*ranker.CANDIDATE_FEATURES, *ranker.ALTERNATIVE_FEATURES}
+    known_query = {*ranker.QUERY_FEATURES, *ranker.ALTERNATIVE_QUERY_FEATURES}
+    for has_alternatives in (False, True):
+        models = ranker.load_models().pick(has_alternatives)
+        assert models.ranker is not None
+        assert models.abstain is not None
+        assert set(models.ranker.features) <= known
+        assert set(models.abstain.features) <= known_query
+        assert models.ranker.coef.shape == (len(models.ranker.features),)
+        assert 0 < models.abstain_above < 1
+        again = ranker.Linear.from_json(models.ranker.to_json())
+        table = ranker.Table.of({name: [1.0, 2.0] for name in models.ranker.features}, 2)
+        assert np.allclose(again.score(table), models.ranker.score(table), atol=1e-4)
 
 
 def test_query_features_rise_with_evidence_and_idf_never_goes_negative() -> None:
-    weak = ranker.query_features([0.1], [0.1], [0.1], [0.1], [0.0], False, False, 0.0, 1.0, np.array([0.0]), 0.0)
-    strong = ranker.query_features([0.6], [0.7], [0.2], [0.5], [1.0], True, True, 30.0, 0.0, np.array([5.0, 1.0]), 1.0)
-    assert weak.shape == strong.shape == (len(ranker.QUERY_FEATURES),)
-    assert np.all(strong[[0, 1, 4, 5, 6]] > weak[[0, 1, 4, 5, 6]])
+    def of(strength: float, hit: bool) -> ranker.Table:
+        ev = ranker.QueryEvidence(
+            sem=[0.1 + strength],
+            best=[0.1 + strength],
+            dense_top=[0.1],
+            seq_cos=[0.1 + strength],
+            top5_coverage=[strength],
+            all_terms_hit=hit,
+            agree=hit,
+            idf_found=30.0 * strength,
+            unseen=1.0 - strength,
+            ranked=np.array([5.0 * strength, 0.0]),
+            sequence_coverage=strength,
+        )
+        return ranker.query_features(ev)
+
+    weak, strong = of(0.0, False), of(1.0, True)
+    assert weak.names == strong.names == ranker.QUERY_FEATURES
+    for name in ("top_sem", "top_best", "best_coverage", "all_terms_hit", "agree"):
+        assert strong.column(name)[0] > weak.column(name)[0]
     assert ranker.idf(10, 10) >= 0
     assert ranker.idf(1, 1000) > ranker.idf(100, 1000)

@@ -10,13 +10,13 @@ import pytest
 from tests.sample_notes import BOILER, LEASE
 from tests.support import TOKEN, mcp_client, serve_in_thread, text
 from thoughtline.config import Settings
+from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS, VECTOR_SLOTS, chunk_texts
 from thoughtline.identity import OWNER_KEY
 from thoughtline.library import vectors
 from thoughtline.library.embed import MiniLMEmbedder
-from thoughtline.library.search import PASSAGE_MIN_CHARS, chunk_texts
 from thoughtline.storage import search as search_store
 from thoughtline.storage.db import connect, write_transaction
-from thoughtline.storage.migrations import MIGRATIONS, VECTOR_SLOTS, migrate
+from thoughtline.storage.migrations import MIGRATIONS, migrate
 from thoughtline.storage.router import store_path
 from thoughtline.web.app import create_app
 

@@ -8,7 +8,7 @@ with its CSRF and Origin checks), tried in order after it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.routing import BaseRoute
 
@@ -17,26 +17,23 @@ from thoughtline.api.calls import Search
 from thoughtline.api.routes import api_routes
 from thoughtline.clock import Clock
 from thoughtline.config import Settings
+from thoughtline.library import searching
 from thoughtline.library.review import ProposalReview
 from thoughtline.library.threads import Periods
+from thoughtline.mcp.library_tools import Library, parse_search, render
 from thoughtline.storage.router import StoreRouter, UserStore
 
-if TYPE_CHECKING:
-    from thoughtline.mcp.library_tools import Library
 
+def _search(library: Library) -> Search:
+    """The library's search (`library/searching.py`), with `search_thoughts`' argument rules and JSON.
 
-def _search(library: Library, clock: Clock) -> Search:
-    """Search through `search_thoughts`' own handler: the orchestration still lives with the tool.
-
-    The narrowest seam until the search orchestration moves into the library (issue 17's
-    `search-alt` work); then this calls that library function instead.
+    The search runs in the library; the checks of its arguments (`parse_search`) and its JSON
+    (`render`) still live with the tool in `mcp/library_tools.py`, so the API borrows both rather
+    than keep a second copy that could drift.
     """
-    from thoughtline.mcp.tools import ToolContext
-
-    handler = next(spec.handler for spec in library.tools(discovery=True) if spec.tool.name == "search_thoughts")
 
     async def run(opened: UserStore, args: Mapping[str, Any]) -> dict[str, Any]:
-        return (await handler(args, ToolContext(store=opened, clock=clock))).structured
+        return render(await searching.search(library, opened, parse_search(args))).structured
 
     return run
 
@@ -56,6 +53,6 @@ def api_mount(
         clock=clock,
         periods=Periods(settings.thread_dormant_days, settings.thread_closed_days),
         review=ProposalReview(library.embedder),
-        search_fn=_search(library, clock),
+        search_fn=_search(library),
         authenticators=[bearer(bearer_check), *more],
     )

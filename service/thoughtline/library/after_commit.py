@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -41,9 +42,10 @@ BATCH = 32
 # After a vector write fails (disk full, read-only, corrupt page) searches of that store stop
 # trying for a while: each attempt would cost an embedding batch and fail the same way.
 RETRY_AFTER_FAILURE_SECONDS = 30.0
-# Every store's vectors are kept in memory once searched: ranking reads every thought's whole,
-# passage and sequence cosines, which one numpy product gives (~2 ms at 5k thoughts, issue 8).
-INDEX_MIN_VECTORS = 0
+# All open stores' indexes together stay under this many bytes; beyond it the least recently
+# searched index is dropped (its store stays open) and loads again on that store's next search.
+# A 100k-thought store's index is ~96 MB (issue 19).
+INDEX_BUDGET_BYTES = 256 * 2**20
 
 
 def _default_embedder() -> Embedder:
@@ -66,7 +68,7 @@ class AfterCommitWork:
         self,
         embedder_factory: Callable[[], Embedder] = _default_embedder,
         *,
-        index_min_vectors: int = INDEX_MIN_VECTORS,
+        index_budget_bytes: int = INDEX_BUDGET_BYTES,
         background: bool = True,
         inline_max: int = INLINE_MAX,
         inline_budget_seconds: float = INLINE_BUDGET_SECONDS,
@@ -77,14 +79,16 @@ class AfterCommitWork:
         # after commits too, under the same `background` switch.
         self.related = related or RelatedOnOpen(background=background)
         self._factory = embedder_factory
-        self._index_min = index_min_vectors
+        self._index_budget = index_budget_bytes
         self._background = background
         self._inline_max = inline_max
         self._inline_budget = inline_budget_seconds
         self._monotonic = monotonic
         self._embedder: Embedder | None = None
         self._model_id: str | None = None
-        self._indexes: dict[str, DenseIndex] = {}
+        self._indexes: dict[str, DenseIndex] = {}  # least recently searched first
+        # Reentrant: an index reports its new size from a reader thread while `index_for` may run.
+        self._index_lock = threading.RLock()
         self._running: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
         self._claims: dict[str, asyncio.Lock] = {}
@@ -129,7 +133,8 @@ class AfterCommitWork:
     @property
     def indexed_stores(self) -> int:
         """How many stores currently have their vectors held in memory."""
-        return len(self._indexes)
+        with self._index_lock:
+            return len(self._indexes)
 
     @property
     def scheduled(self) -> int:
@@ -138,7 +143,8 @@ class AfterCommitWork:
 
     def detach(self, opened: UserStore) -> None:
         """Forget a closing store's in-memory vectors and words (register with `StoreRouter.on_close`)."""
-        self._indexes.pop(str(opened.path), None)
+        with self._index_lock:
+            self._indexes.pop(str(opened.path), None)
         self.related.forget(opened)
 
     def _kick(self, opened: UserStore) -> None:
@@ -255,14 +261,44 @@ class AfterCommitWork:
             self._kick(opened)  # the rest (if any) in the background
         return done
 
-    def index_for(self, opened: UserStore, vector_count: int) -> DenseIndex | None:
-        """The in-memory index of a large store (None for small ones)."""
-        key = str(opened.path)
-        if vector_count < self._index_min:
-            self._indexes.pop(key, None)
-            return None
-        if key not in self._indexes:
-            from thoughtline.library.dense import DenseIndex
+    def index_for(self, opened: UserStore, vector_count: int = 0) -> DenseIndex:
+        """The store's in-memory vector index, kept once searched, within the memory budget.
 
-            self._indexes[key] = DenseIndex()
-        return self._indexes[key]
+        Ranking reads every thought's whole, passage and sequence cosines, which one pass over
+        the store's int8 codes gives (issue 8), so every searched store has one. Room is made
+        twice, by dropping the least recently searched others: here, for what the index holds
+        or will hold (`vector_count`, when the caller knows it), and again by the index itself
+        once a refresh has loaded it (in the search's reader thread, hence the lock). An index
+        larger than the whole budget is still served, alone. A search running on a dropped
+        index finishes with it; nothing else refers to it afterwards.
+        """
+        from thoughtline.library.dense import DenseIndex
+
+        key = str(opened.path)
+        with self._index_lock:
+            index = self._indexes.pop(key, None) or DenseIndex(on_loaded=lambda: self._keep_budget(key))
+            self._indexes[key] = index  # now the most recently searched
+            self._keep_budget(key, DenseIndex.estimated_bytes(vector_count))
+        return index
+
+    def _keep_budget(self, keep: str, expected: int = 0) -> None:
+        """Drop the least recently searched indexes but `keep`'s until all fit (`expected`: `keep`'s size to come)."""
+        with self._index_lock:
+            held = sum(index.nbytes for other, index in self._indexes.items() if other != keep)
+            need = max(expected, self._indexes[keep].nbytes) if keep in self._indexes else 0
+            for other in [k for k in self._indexes if k != keep]:
+                if held + need <= self._index_budget:
+                    break
+                held -= self._indexes.pop(other).nbytes
+
+    @property
+    def indexed_paths(self) -> list[str]:
+        """The stores whose index is in memory, least recently searched first."""
+        with self._index_lock:
+            return list(self._indexes)
+
+    @property
+    def index_bytes(self) -> int:
+        """Bytes held by every in-memory index together."""
+        with self._index_lock:
+            return sum(index.nbytes for index in self._indexes.values())

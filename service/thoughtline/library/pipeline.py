@@ -1,25 +1,29 @@
-"""The search pipeline behind `retrieval.hybrid_search`: candidate pool, features, ranking, abstention.
+"""The search pipeline behind `retrieval.hybrid_search`, as small steps over one `Query`.
 
-Imported on the first search only (it needs numpy and loads the shipped model weights).
+`gather` collects the candidate pool and every feature the models read, `rank` orders it,
+`judge` says how likely it is that nothing relevant is stored, `top_hits` turns an order into
+results. `run` chains them; the benchmarks call the steps themselves (the keyword and vector
+sides' own orders come from the same pool). Imported on the first search only (it needs numpy
+and loads the shipped model weights).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import apsw
 import numpy as np
 
+from thoughtline.domain.vector_keys import passage_of
 from thoughtline.library import ranker, search
-from thoughtline.library.dense import DenseIndex, Scores
-from thoughtline.library.retrieval import Hit, Outcome, Tuning
+from thoughtline.library.dense import DenseIndex
+from thoughtline.library.phrasings import Phrasings, score_phrasings
+from thoughtline.library.query import Query
+from thoughtline.library.search_types import Hit, Outcome, Scope, Tuning
 from thoughtline.storage import search as search_store
 from thoughtline.storage.search import ColumnWeights, SearchFilters, ThoughtRecord
-
-if TYPE_CHECKING:
-    from thoughtline.library.embed import Embedder
 
 MODELS = ranker.load_models()
 
@@ -28,52 +32,61 @@ MODELS = ranker.load_models()
 class Pool:
     """Everything one query found, before ranking (the training script reads this too)."""
 
+    query: Query
+    models: ranker.Models
     ids: list[int]
     records: dict[int, ThoughtRecord]
-    features: np.ndarray
-    query_features: np.ndarray
-    keyword: dict[int, float]
-    dense: dict[int, float]
-    similarity: dict[int, float]
-    scores: Scores | None
-    terms: list[str]
+    features: ranker.Table
+    query_features: ranker.Table
+    keyword: dict[int, float]  # the question's BM25
+    alternatives_keyword: dict[int, float]  # the alternatives' BM25
+    dense: dict[int, float]  # the vector side's score (fused over phrasings with alternatives)
+    similarity: dict[int, float]  # best single-vector cosine of any phrasing
+    phrasings: Phrasings | None
 
 
-def run(
-    conn: apsw.Connection,
-    embedder: Embedder | None,
-    query: str,
-    *,
-    limit: int,
-    filters: SearchFilters | None,
-    tuning: Tuning | None,
-    index: DenseIndex | None,
-    mode: str,
-    by: str,
-    models: ranker.Models | None,
-) -> Outcome:
+def run(conn: apsw.Connection, query: Query, scope: Scope, *, limit: int, by: str) -> Outcome:
     """`retrieval.hybrid_search`'s work (see there)."""
-    tuning = tuning or Tuning()
-    models = models or MODELS
-    pool = gather(conn, embedder, query, filters or SearchFilters(), tuning, index, mode, models)
-    if mode == "keyword" or (mode == "hybrid" and pool.scores is None):
-        order = {tid: pool.keyword[tid] for tid in pool.keyword}
-    elif mode == "vector":
-        order = dict(pool.dense)
-    else:
-        order = dict(zip(pool.ids, _rank_scores(pool.features, models).tolist(), strict=True))
-    doubt = None
-    if mode == "hybrid" and pool.scores is not None and models.abstain is not None:
-        doubt = 1.0 / (1.0 + math.exp(-float(models.abstain.score(pool.query_features[None, :])[0])))
-    elif mode == "hybrid" and pool.scores is not None:
-        # Without shipped weights: a weak best cosine and no thought holding every query word.
-        doubt = float(pool.query_features[1] < 0.25 and pool.query_features[5] < 1)
-    elif mode == "hybrid":
-        doubt = 0.0 if pool.keyword else 1.0
+    pool = gather(conn, query, scope)
+    doubt = judge(pool)
     best_similarity = max(pool.similarity.values(), default=None)
-    abstained = doubt is not None and doubt > models.abstain_above
-    if abstained and tuning.abstain:
+    abstained = doubt > pool.models.abstain_above
+    if abstained and scope.tuning.abstain:
         return Outcome([], True, best_similarity, doubt)
+    return Outcome(top_hits(pool, rank(pool), scope.tuning, limit=limit, by=by), abstained, best_similarity, doubt)
+
+
+def rank(pool: Pool) -> dict[int, float]:
+    """The fused score of every pool thought (keyword only when the search has no vectors)."""
+    if pool.phrasings is None:
+        return keyword_order(pool)
+    return dict(zip(pool.ids, _rank_scores(pool.features, pool.models).tolist(), strict=True))
+
+
+def keyword_order(pool: Pool) -> dict[int, float]:
+    """The keyword side's own order: the question's BM25, with the alternatives' words as a lesser part."""
+    if not pool.alternatives_keyword:
+        return dict(pool.keyword)
+    # Both sides are z-scored over the pool; the question's words stay the larger part.
+    both = pool.features.column("kw_z") + 0.5 * pool.features.column("alt_kw_z")
+    found = pool.keyword.keys() | pool.alternatives_keyword.keys()
+    return {tid: float(v) for tid, v in zip(pool.ids, both.tolist(), strict=True) if tid in found}
+
+
+def judge(pool: Pool) -> float:
+    """The probability that nothing stored is relevant (the abstention model, or hand rules without it)."""
+    if pool.phrasings is None:
+        return 0.0 if pool.keyword or pool.alternatives_keyword else 1.0
+    model = pool.models.abstain
+    if model is not None:
+        return 1.0 / (1.0 + math.exp(-float(model.score(pool.query_features)[0])))
+    # Without shipped weights: a weak best cosine and no thought holding every query word.
+    qf = pool.query_features
+    return float(qf.column("top_best")[0] < 0.25 and qf.column("all_terms_hit")[0] < 1)
+
+
+def top_hits(pool: Pool, order: Mapping[int, float], tuning: Tuning, *, limit: int, by: str) -> list[Hit]:
+    """The first `limit` results of `order` (`by="sequence"`: each sequence's best thought once)."""
     records = pool.records
     ranked = sorted(
         (tid for tid in order if tid in records),
@@ -88,7 +101,7 @@ def run(
         for tid in ranked:
             firsts.setdefault(records[tid].sequence_key, tid)
         ranked = list(firsts.values())
-    hits = [
+    return [
         Hit(
             record=records[tid],
             score=round(order[tid], 6),
@@ -98,68 +111,48 @@ def run(
         )
         for tid in ranked[:limit]
     ]
-    return Outcome(hits, abstained, best_similarity, doubt)
 
 
-def _rank_scores(f: np.ndarray, models: ranker.Models) -> np.ndarray:
+def _rank_scores(f: ranker.Table, models: ranker.Models) -> np.ndarray:
     if models.ranker is not None:
         return models.ranker.score(f)
     # Without shipped weights: z-scored keyword and vector evidence, 0.6 / 0.4 (issue 5's fusion).
-    return 0.6 * f[:, 0] + 0.4 * ranker.zscores(f[:, 2] + 0.5 * f[:, 4])
+    return 0.6 * f.column("kw_z") + 0.4 * ranker.zscores(f.column("sem") + 0.5 * f.column("seq_cos"))
 
 
-def gather(
-    conn: apsw.Connection,
-    embedder: Embedder | None,
-    query: str,
-    filters: SearchFilters,
-    tuning: Tuning,
-    index: DenseIndex | None,
-    mode: str,
-    models: ranker.Models,
-) -> Pool:
+def gather(conn: apsw.Connection, query: Query, scope: Scope) -> Pool:
     """Collect the candidate pool of one query with every feature the models read."""
-    terms = search.content_terms(query)
-    keyword: dict[int, float] = {}
-    if mode in ("hybrid", "keyword"):
-        keyword = _keyword_side(conn, query, filters, tuning)
-
-    scores: Scores | None = None
+    models = (scope.models or MODELS).pick(query.has_alternatives)
+    filters, tuning = scope.filters, scope.tuning
+    keyword = _keyword_side(conn, [query.question], filters, tuning)
+    alt_keyword = _keyword_side(conn, query.alternatives, filters, tuning) if query.alternatives else {}
+    ph: Phrasings | None = None
     dense: dict[int, float] = {}
-    rows: dict[int, int] = {}
-    if mode in ("hybrid", "vector") and embedder is not None:
-        index = index if index is not None else DenseIndex()
+    question_dense: dict[int, float] = {}
+    if query.vectors is not None:
+        index = scope.index if scope.index is not None else DenseIndex()
         index.refresh(conn)
-        scores = index.score(embedder.embed([embedder.query_prefix + query])[0])
-        dense = _dense_side(conn, scores, filters, tuning.pool, models.seq_weight)
-    if mode != "hybrid":
-        ids = list(keyword) if mode == "keyword" else list(dense)
-        records = search_store.load_thoughts(conn, ids)
-        sims = _similarities(scores, ids) if scores is not None else {}
-        empty = np.zeros((0, len(ranker.CANDIDATE_FEATURES)))
-        return Pool(ids, records, empty, np.zeros(0), keyword, dense, sims, scores, terms)
+        allowed = search_store.filtered_thought_ids(conn, filters) if filters.active else None
+        ph = score_phrasings(index.score_many(query.vectors), models.seq_weight)
+        question_dense = ph.top(0, tuning.pool, allowed)
+        dense = ph.top_fused(tuning.pool, allowed) if query.alternatives else question_dense
 
-    ids = sorted(set(keyword) | set(dense))
+    ids = sorted(set(keyword) | set(alt_keyword) | set(dense) | set(question_dense))
     records = search_store.load_thoughts(conn, ids)
     ids = [t for t in ids if t in records]
+    if ph is None:
+        return _keyword_pool(query, models, ids, records, keyword, alt_keyword)
     # Neighbours are evidence, not candidates: their cosines come from the index, no rows needed.
     pairs = search_store.neighbour_pairs(conn, ids, filters)
-    rows = scores.lookup([*ids, *(n for _, n in pairs)]) if scores is not None else {}
-
-    def sem_of(tid: int) -> float:
-        row = rows.get(tid)
-        return 0.0 if row is None or scores is None else float(scores.whole[row] + scores.best[row]) / 2
-
-    sem = {tid: sem_of(tid) for tid in ids}
-    near: dict[int, float] = {}
-    for tid, other in pairs:
-        near[tid] = max(near.get(tid, 0.0), sem_of(other))
-    seq_cos = {tid: (0.0 if tid not in rows or scores is None else float(scores.sequence[rows[tid]])) for tid in ids}
-    coverage, phrased, weights, holders = _body_matches(conn, query, terms, ids)
-    by_seq: dict[int, list[float]] = {}
-    for t in ids:
-        by_seq.setdefault(records[t].sequence_key, []).append(sem[t])
-    kw_rank, dn_rank = _ranks(keyword), _ranks(dense)
+    looked = [*ids, *(n for _, n in pairs)]
+    ph = ph.restricted(looked)
+    holders, weights = _term_holders(conn, query)
+    coverage = _coverage(query.terms, holders, weights, ids)
+    phrased = _phrased(conn, query.question, ids)
+    sem_all = ph.values(ph.sem[0], looked)
+    sem = {t: sem_all[t] for t in ids}
+    seq_cos = ph.values(ph.sequence[0], ids)
+    kw_rank, dn_rank = _ranks(keyword), _ranks(question_dense)
     evidence = ranker.Evidence(
         keyword=[keyword.get(t) for t in ids],
         keyword_rank=[kw_rank.get(t) for t in ids],
@@ -169,96 +162,144 @@ def gather(
         coverage=[coverage[t] for t in ids],
         phrase=[t in phrased for t in ids],
         length=[len(records[t].body) for t in ids],
-        neighbour_sem=[near.get(t, 0.0) for t in ids],
-        seq_best=[_second_best(by_seq[records[t].sequence_key], sem[t]) for t in ids],
+        neighbour_sem=_neighbour_best(ids, pairs, sem_all),
+        seq_best=_sequence_second(ids, records, sem),
     )
-    features = ranker.candidate_features(evidence)
+    alt_evidence: ranker.AlternativeEvidence | None = None
+    alt_coverage: dict[int, float] = {}
+    if query.alternatives:
+        mean_all = ph.values(ph.sem_mean, looked)
+        mean = {t: mean_all[t] for t in ids}
+        alt_coverage = _coverage(query.all_terms, holders, weights, ids)
+        fused_rank = _ranks(dense)
+        alt_sem = ph.values(ph.alt_sem_max, ids)
+        alt_seq = ph.values(ph.alt_seq_max, ids)
+        alt_evidence = ranker.AlternativeEvidence(
+            alt_sem_max=[alt_sem[t] for t in ids],
+            all_sem_mean=[mean[t] for t in ids],
+            alt_seq_max=[alt_seq[t] for t in ids],
+            keyword=[alt_keyword.get(t) for t in ids],
+            coverage=[alt_coverage[t] for t in ids],
+            fused_rank=[fused_rank.get(t) for t in ids],
+            neighbour_sem=_neighbour_best(ids, pairs, mean_all),
+            seq_best=_sequence_second(ids, records, mean),
+        )
+    features = ranker.candidate_features(evidence, alt_evidence)
     ranked = _rank_scores(features, models)
     top_rows = [int(i) for i in np.argsort(-ranked)[:3]]
     kw_top = set(sorted(keyword, key=keyword.__getitem__, reverse=True)[:5])
-    dn_top = set(sorted(dense, key=dense.__getitem__, reverse=True)[:5])
+    dn_top = set(sorted(question_dense, key=question_dense.__getitem__, reverse=True)[:5])
     top5 = sorted(ids, key=lambda t: -(sem[t] + coverage[t]))[:5]
-    sims = _similarities(scores, ids) if scores is not None else {}
-    qf = ranker.query_features(
+    question_terms = {t: weights[t] for t in query.terms}
+    with_vectors = [t for t in ids if ph.has(t)]
+    similarity = ph.values(ph.best_any, with_vectors)
+    qev = ranker.QueryEvidence(
         sem=list(sem.values()),
-        best=list(sims.values()),
-        dense_top=[sem[t] for t in dense if t in sem],
+        best=list(ph.values(ph.best[0], with_vectors).values()),
+        dense_top=[sem[t] for t in question_dense if t in sem],
         seq_cos=list(seq_cos.values()),
         top5_coverage=[coverage[t] for t in top5],
         all_terms_hit=any(c >= 0.999 for c in coverage.values()),
         agree=bool(kw_top & dn_top),
-        idf_found=sum(w for w in weights.values() if w < _UNSEEN),
-        unseen=sum(1 for w in weights.values() if w >= _UNSEEN) / max(1, len(weights)),
+        idf_found=sum(w for w in question_terms.values() if w < _UNSEEN),
+        unseen=sum(1 for w in question_terms.values() if w >= _UNSEEN) / max(1, len(question_terms)),
         ranked=ranked,
-        sequence_coverage=_sequence_coverage(conn, [records[ids[i]].sequence_key for i in top_rows], holders, weights),
+        sequence_coverage=_sequence_coverage(
+            conn, [records[ids[i]].sequence_key for i in top_rows], holders, question_terms
+        ),
     )
+    alt_qev: ranker.AlternativeQueryEvidence | None = None
+    if alt_evidence is not None:
+        alt_terms = {t: weights[t] for t in query.alternative_terms}
+        mean_of = dict(zip(ids, alt_evidence.all_sem_mean, strict=True))
+        alt_top5 = sorted(ids, key=lambda t: -(mean_of[t] + alt_coverage[t]))[:5]
+        akw_top = set(sorted(alt_keyword, key=alt_keyword.__getitem__, reverse=True)[:5])
+        fused_top = set(sorted(dense, key=dense.__getitem__, reverse=True)[:5])
+        alt_qev = ranker.AlternativeQueryEvidence(
+            all_sem_mean=alt_evidence.all_sem_mean,
+            alt_sem_max=alt_evidence.alt_sem_max,
+            best=list(similarity.values()),
+            top5_coverage=[alt_coverage[t] for t in alt_top5],
+            unseen=sum(1 for w in alt_terms.values() if w >= _UNSEEN) / max(1, len(alt_terms)),
+            agree=bool(akw_top & fused_top),
+        )
+    qf = ranker.query_features(qev, alt_qev)
     if models.abstain is not None:
         qf = ranker.shrink_vocabulary(qf, models.abstain, search_store.thought_count(conn))
-    return Pool(ids, records, features, qf, keyword, dense, sims, scores, terms)
+    return Pool(query, models, ids, records, features, qf, keyword, alt_keyword, dense, similarity, ph)
+
+
+def _keyword_pool(
+    query: Query,
+    models: ranker.Models,
+    ids: list[int],
+    records: dict[int, ThoughtRecord],
+    keyword: dict[int, float],
+    alt_keyword: dict[int, float],
+) -> Pool:
+    """The pool of a search without vectors: keyword evidence only."""
+    cols: dict[str, Sequence[float] | np.ndarray] = {"kw_z": ranker.keyword_z([keyword.get(t) for t in ids])}
+    if query.alternatives:
+        cols["alt_kw_z"] = ranker.keyword_z([alt_keyword.get(t) for t in ids])
+    table = ranker.Table.of(cols, len(ids))
+    empty = ranker.Table.of({}, 1)
+    return Pool(query, models, ids, records, table, empty, keyword, alt_keyword, {}, {}, None)
 
 
 # The IDF weight of a query term no stored thought holds (BM25's IDF of a term in 0 of 1 rows).
 _UNSEEN = 50.0
 
 
-def _keyword_side(conn: apsw.Connection, query: str, filters: SearchFilters, tuning: Tuning) -> dict[int, float]:
-    match = search.natural_query(query)
+def _keyword_side(
+    conn: apsw.Connection, texts: Sequence[str], filters: SearchFilters, tuning: Tuning
+) -> dict[int, float]:
+    """BM25 of an OR over the texts' content words, plus a bonus for each text's adjacent-word phrases."""
+    match = search.natural_query(" ".join(texts))
     if match is None:
         return {}
     weights = ColumnWeights(context=tuning.context_weight, title=tuning.title_weight)
     keyword = dict(search_store.keyword_candidates(conn, match, filters, tuning.pool, weights))
-    phrases = search.phrase_query(query) if tuning.phrase_weight > 0 and keyword else None
-    if phrases is not None:
-        found = search_store.keyword_candidates(conn, phrases, filters, tuning.pool, weights)
+    parts = [p for p in (search.phrase_query(t) for t in texts) if p] if tuning.phrase_weight > 0 and keyword else []
+    if parts:
+        found = search_store.keyword_candidates(conn, " OR ".join(parts), filters, tuning.pool, weights)
         keyword = search.add_scores(keyword, dict(found), tuning.phrase_weight)
     return keyword
 
 
-def _dense_side(
-    conn: apsw.Connection, scores: Scores, filters: SearchFilters, k: int, seq_weight: float
-) -> dict[int, float]:
-    combined = (scores.whole + scores.best) / 2 + seq_weight * scores.sequence
-    if filters.active:
-        allowed = np.asarray(search_store.filtered_thought_ids(conn, filters), dtype=np.int64)
-        combined = np.where(np.isin(scores.thought_ids, allowed), combined, -np.inf)
-    if combined.size == 0:
-        return {}
-    k = min(k, combined.size)
-    top = np.argpartition(-combined, k - 1)[:k]
-    return {int(scores.thought_ids[i]): float(combined[i]) for i in top if np.isfinite(combined[i])}
-
-
-def _similarities(scores: Scores, ids: list[int]) -> dict[int, float]:
-    rows = scores.lookup(ids)
-    return {tid: float(scores.best[row]) for tid, row in rows.items()}
-
-
-def _body_matches(
-    conn: apsw.Connection, query: str, terms: list[str], ids: list[int]
-) -> tuple[dict[int, float], set[int], dict[str, float], dict[str, set[int]]]:
-    """IDF-weighted share of the query's terms in each thought's own text, which hold a phrase of
-    the query, and each term's IDF weight."""
-    phrases = search.phrase_query(query)
-    matches = [search.quote_term(t) for t in terms] + ([phrases] if phrases else [])
-    found = search_store.bodies_matching(conn, matches) if matches else []
+def _term_holders(conn: apsw.Connection, query: Query) -> tuple[dict[str, set[int]], dict[str, float]]:
+    """Every thought holding each term of every phrasing in its own text, and each term's IDF weight."""
+    terms = list(query.all_terms)
+    found = search_store.bodies_matching(conn, [search.quote_term(t) for t in terms]) if terms else []
     total_docs = max(1, search_store.thought_count(conn))
-    weights = {
-        t: (_UNSEEN if not holders else ranker.idf(len(holders), total_docs))
-        for t, holders in zip(terms, found, strict=False)
-    }
-    total = sum(weights.values()) or 1.0
+    holders = dict(zip(terms, found, strict=True))
+    weights = {t: (_UNSEEN if not held else ranker.idf(len(held), total_docs)) for t, held in holders.items()}
+    return holders, weights
+
+
+def _coverage(
+    terms: Sequence[str], holders: Mapping[str, set[int]], weights: Mapping[str, float], ids: Sequence[int]
+) -> dict[int, float]:
+    """IDF-weighted share of `terms` in each thought's own text."""
+    total = sum(weights[t] for t in terms) or 1.0
     coverage = dict.fromkeys(ids, 0.0)
-    by_term = dict(zip(terms, found, strict=False))
-    for term, held in by_term.items():
-        for tid in held & coverage.keys():
+    for term in terms:
+        for tid in holders[term] & coverage.keys():
             coverage[tid] += weights[term] / total
-    return coverage, (found[-1] & coverage.keys() if phrases else set()), weights, by_term
+    return coverage
+
+
+def _phrased(conn: apsw.Connection, question: str, ids: Sequence[int]) -> set[int]:
+    """The pool thoughts holding two adjacent words of the question, adjacent."""
+    phrases = search.phrase_query(question)
+    if not phrases:
+        return set()
+    return search_store.bodies_matching(conn, [phrases])[0] & set(ids)
 
 
 def _sequence_coverage(
-    conn: apsw.Connection, sequences: list[int], holders: dict[str, set[int]], weights: dict[str, float]
+    conn: apsw.Connection, sequences: list[int], holders: Mapping[str, set[int]], weights: Mapping[str, float]
 ) -> float:
-    """Best IDF-weighted share of the query's terms found anywhere in one of the top-ranked sequences.
+    """Best IDF-weighted share of the question's terms found anywhere in one of the top-ranked sequences.
 
     A near miss shares some words with a stored topic but not the one that names its subject
     ("red pandas at the zoo" against a stored zoo trip), so the best sequence leaves it uncovered.
@@ -269,9 +310,32 @@ def _sequence_coverage(
     members = search_store.sequence_members(conn, sorted(set(sequences)))
     best = 0.0
     for ids in members.values():
-        share = sum(weights[t] for t, held in holders.items() if held & ids) / total
+        share = sum(w for t, w in weights.items() if holders[t] & ids) / total
         best = max(best, share)
     return best
+
+
+def _neighbour_best(ids: Sequence[int], pairs: Sequence[tuple[int, int]], value: Mapping[int, float]) -> list[float]:
+    """Per pool thought, the best `value` of the steps written just before and after it."""
+    near: dict[int, float] = {}
+    for tid, other in pairs:
+        near[tid] = max(near.get(tid, 0.0), value[other])
+    return [near.get(t, 0.0) for t in ids]
+
+
+def _sequence_second(
+    ids: Sequence[int], records: Mapping[int, ThoughtRecord], value: Mapping[int, float]
+) -> list[float]:
+    """Per pool thought, the best `value` of another pool thought of its sequence (0 when none)."""
+    by_seq: dict[int, list[float]] = {}
+    for t in ids:
+        by_seq.setdefault(records[t].sequence_key, []).append(value[t])
+    out = []
+    for t in ids:
+        rest = sorted(by_seq[records[t].sequence_key], reverse=True)
+        rest.remove(value[t])
+        out.append(rest[0] if rest else 0.0)
+    return out
 
 
 def _ranks(scores: dict[int, float]) -> dict[int, int]:
@@ -283,23 +347,17 @@ def _ranks(scores: dict[int, float]) -> dict[int, int]:
     return {tid: first[value] for tid, value in scores.items()}
 
 
-def _second_best(values: list[float], own: float) -> float:
-    rest = sorted(values, reverse=True)
-    if own in rest:
-        rest.remove(own)
-    return rest[0] if rest else 0.0
-
-
 def _snippet(pool: Pool, tid: int, tuning: Tuning) -> str:
     """The passage that matched: around the query's words, or the best-matching passage by meaning."""
     body = pool.records[tid].body
-    scores = pool.scores
-    if scores is not None and tid in pool.similarity:
-        row = scores.lookup([tid]).get(tid)
-        slot = 0 if row is None else scores.best_slot(row)
-        passage = search.passage_of(body, slot, tuning.passage_min_chars)
+    terms = list(pool.query.terms)
+    if pool.phrasings is not None and pool.phrasings.has(tid):
+        slot = pool.phrasings.best_slot(tid)
+        passage = passage_of(body, slot, tuning.passage_min_chars)
         # A keyword match whose words sit outside the closest passage shows its words instead.
-        inside = not pool.terms or search.term_coverage(passage, pool.terms) > 0
+        inside = not terms or search.term_coverage(passage, terms) > 0
         if slot > 0 and (inside or tid not in pool.keyword):
-            return search.make_snippet(passage, pool.terms)
-    return search.make_snippet(body, pool.terms)
+            return search.make_snippet(passage, terms or list(pool.query.alternative_terms))
+    if terms and search.term_coverage(body, terms) == 0 and pool.query.alternative_terms:
+        terms = list(pool.query.alternative_terms)
+    return search.make_snippet(body, terms)

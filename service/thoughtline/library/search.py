@@ -7,7 +7,6 @@ live in `storage/search.py`; `retrieval.py` wires the two together.
 from __future__ import annotations
 
 import itertools
-import math
 import re
 from collections.abc import Mapping, Sequence
 
@@ -40,19 +39,6 @@ def quote_term(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def fts_escape(text: str) -> str | None:
-    """Match every word of `text` (implicit AND), each quoted; None when there is no word at all."""
-    words = tokens(text)
-    if not words:
-        return None
-    return " ".join(quote_term(w) for w in words)
-
-
-def in_column(column: str, match: str) -> str:
-    """Restrict an FTS5 MATCH expression to one column of the index (a column filter)."""
-    return f"{column} : ({match})"
-
-
 def content_terms(text: str) -> list[str]:
     """The distinct non-stopword terms of a query, in order; all words when every one is a stopword."""
     words = tokens(text)
@@ -66,8 +52,8 @@ def content_terms(text: str) -> list[str]:
 def natural_query(text: str) -> str | None:
     """An OR query of the question's content words; None when empty.
 
-    A real question rarely has every word in one thought, so the strict AND of `fts_escape`
-    finds nothing; BM25 over an OR still ranks thoughts holding more and rarer terms first.
+    A real question rarely has every word in one thought, so a strict AND of its words finds
+    nothing; BM25 over an OR still ranks thoughts holding more and rarer terms first.
     """
     terms = content_terms(text)
     if not terms:
@@ -108,8 +94,8 @@ def make_snippet(body: str, terms: Sequence[str], width: int = 200) -> str:
     text = " ".join(body.split())
     if len(text) <= width:
         return text
-    wanted = {t.lower() for t in terms}
-    positions = [m.start() for m in _TOKEN.finditer(text) if _matches(m.group().lower(), wanted)]
+    wanted = _Folded({t.lower() for t in terms})
+    positions = [m.start() for m in _TOKEN.finditer(text) if wanted.matches(m.group().lower())]
     start = 0
     if positions:
         best_count, best_start = -1, 0
@@ -130,47 +116,23 @@ def make_snippet(body: str, terms: Sequence[str], width: int = 200) -> str:
     return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
 
 
-def _matches(word: str, wanted: set[str]) -> bool:
-    # A crude stand-in for porter stemming: "migrations" matches "migration" and vice versa. Both
-    # sides need four letters, or "a" would match every term that starts with an a.
-    if word in wanted:
-        return True
-    return len(word) > 3 and any(len(w) > 3 and (word.startswith(w) or w.startswith(word)) for w in wanted)
+class _Folded:
+    """A set of words matched with prefix folding, a crude stand-in for porter stemming.
 
-
-# Thoughts longer than this also get one vector per sentence. Issue 5 kept passages for text past
-# MiniLM's window (1,000 chars); on the reasoning set's dev split every multi-sentence step gains
-# from them (vector-only recall@5 0.617 whole-thought -> 0.664 with best-sentence and sequence
-# evidence, issue 8), at ~2.7 vectors per thought (a 5k store: ~14k vectors, ~2 ms a query).
-PASSAGE_MIN_CHARS = 0
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-MAX_CHUNKS = 16
-
-
-def sentence_count(body: str) -> int:
-    """How many sentences `chunk_texts` sees in a thought."""
-    return sum(1 for part in _SENTENCE_END.split(body) if part.strip())
-
-
-def chunk_texts(body: str, max_chunks: int = MAX_CHUNKS, min_chars: int = 0) -> list[str]:
-    """The texts a thought is embedded as: the whole thought, then its sentences.
-
-    MiniLM reads 256 tokens and averages them, so one vector per thought blurs a step that says
-    several things and ignores everything past its first ~1,000 characters. Thoughts longer than
-    `min_chars` with two or more sentences also get one vector per sentence (or, past
-    `max_chunks - 1` sentences, per contiguous group of them). A sentence names one thing: on the
-    reasoning set's dev split, best-sentence evidence beat sentence pairs (vector-only recall@5,
-    with the sequence term, 0.664 against 0.642; issue 8).
+    "migrations" matches "migration" and vice versa. Both sides need four letters, or "a" would
+    match every term that starts with an a. The prefixes are precomputed, so a match is two set
+    lookups and one C-level `startswith` however many words there are.
     """
-    text = " ".join(body.split())
-    sentences = [" ".join(part.split()) for part in _SENTENCE_END.split(body) if part.strip()]
-    if len(sentences) < 2 or len(text) <= min_chars:
-        return [text]
-    if len(sentences) > max_chunks - 1:
-        size = math.ceil(len(sentences) / (max_chunks - 1))
-        sentences = [" ".join(sentences[i : i + size]) for i in range(0, len(sentences), size)]
-    return [text, *sentences[: max_chunks - 1]]
+
+    def __init__(self, words: set[str]) -> None:
+        self.exact = words
+        self.long = tuple(w for w in words if len(w) > 3)
+        self.prefixes = {w[:i] for w in self.long for i in range(4, len(w) + 1)}
+
+    def matches(self, word: str) -> bool:
+        if word in self.exact:
+            return True
+        return len(word) > 3 and (word in self.prefixes or word.startswith(self.long))
 
 
 def term_coverage(body: str, terms: Sequence[str]) -> float:
@@ -178,10 +140,8 @@ def term_coverage(body: str, terms: Sequence[str]) -> float:
     if not terms:
         return 0.0
     words = set(tokens(body))
-    return sum(1 for t in terms if t in words or (len(t) > 3 and _matches(t, words))) / len(terms)
-
-
-def passage_of(body: str, slot: int, min_chars: int) -> str:
-    """The text behind vector `slot` of a thought (see `chunk_texts`)."""
-    chunks = chunk_texts(body, MAX_CHUNKS, min_chars)
-    return chunks[slot] if 0 <= slot < len(chunks) else chunks[0]
+    long = tuple(w for w in words if len(w) > 3)
+    # " " + t inside the joined words: some word starts with t (one C-level search per term).
+    joined = " " + " ".join(long)
+    covered = sum(1 for t in terms if t in words or (len(t) > 3 and (t.startswith(long) or " " + t in joined)))
+    return covered / len(terms)

@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING
 import apsw
 import numpy as np
 
+from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS as PASSAGE_MIN_CHARS
+from thoughtline.domain.vector_keys import VECTOR_SLOTS, chunk_texts
 from thoughtline.library import model_identity
-from thoughtline.library.search import PASSAGE_MIN_CHARS as PASSAGE_MIN_CHARS
-from thoughtline.library.search import chunk_texts
 from thoughtline.storage import search as search_store
-from thoughtline.storage.migrations import VECTOR_SLOTS
 
 if TYPE_CHECKING:
     from thoughtline.library.embed import Embedder

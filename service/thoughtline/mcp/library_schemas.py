@@ -9,6 +9,7 @@ from typing import Any
 
 import mcp_types as types
 
+from thoughtline.library.query import MAX_ALTERNATIVE_CHARS, MAX_ALTERNATIVES
 from thoughtline.mcp.schemas import nullable
 from thoughtline.storage.search import STATUSES
 
@@ -21,12 +22,24 @@ LIST_ACTION = "list"
 
 SEARCH_DESCRIPTION = """Search your own stored reasoning by meaning and keywords ("how did I handle X before?").
 
+Send the question as query and, in alternatives, two or three other ways of putting it. Past
+reasoning was written while solving the problem, in that moment's words, which are rarely the words
+of today's question; each alternative is another chance to meet them. Good alternatives: (1) the
+question in other words or the practitioner's term; (2) the concrete things likely involved
+(components, symptoms, error text, commands, quantities); (3) a one-sentence guess, in the first
+person, at what the earlier thought said ("I traced the slowdown to a missing index on orders").
+All phrasings make one search with one ranking. Put exact lookups (an id, an error string, a number)
+in query itself: a thought holding every word of the query ranks high whatever the alternatives say.
+
 Returns the best-matching thoughts with their sequenceId and thoughtNumber; read a whole sequence with
-get_thought_history. by: "sequence" returns each sequence once with its best-matching thought ("have I
-solved this before?"). snippet is the passage that matched; similarity is the raw semantic closeness
-(null for keyword-only matches). When nothing stored is relevant the search abstains (results: [],
-abstained: true) instead of guessing. Filters: sequenceId, status, since/until (ISO-8601), thread
-(restricts, never boosts)."""
+get_thought_history. by: "sequence" returns each sequence once ("have I solved this before?") with its
+best-matching thought and its conclusion (the final thought's opening, or the latest one while the
+sequence is open). Each result shows the sequence title, the passage that matched (snippet) and
+similarity (raw semantic closeness, null for keyword-only matches); a line under the heading says how
+strong the best match is. A result can be a near miss (same area, different problem): judge by the
+snippet and title. When it is confident nothing stored is related, the search abstains (results: [],
+abstained: true). Filters: sequenceId, status, since/until (ISO-8601), thread (restricts, never
+boosts)."""
 
 MANAGE_DESCRIPTION = """Change a reasoning sequence's lifecycle: pause, resume, complete or abandon it.
 
@@ -57,6 +70,17 @@ def search_tool() -> types.Tool:
             "createdAt": {"type": "string"},
             "thoughtCount": {"type": "integer"},
             "updatedAt": {"type": "string"},
+            "conclusion": {
+                "type": "object",
+                "description": "How the sequence ended (by: sequence): its final thought's opening, or its latest.",
+                "properties": {
+                    "thoughtNumber": {"type": "integer"},
+                    "branchId": _NULLABLE_STR,
+                    "text": {"type": "string"},
+                    "final": {"type": "boolean", "description": "false while the sequence is still open."},
+                },
+                "required": ["thoughtNumber", "text", "final"],
+            },
         },
         "required": ["sequenceId", "thoughtNumber", "branchId", "title", "snippet", "score", "similarity", "status"],
     }
@@ -68,12 +92,19 @@ def search_tool() -> types.Tool:
             "type": "object",
             "properties": {
                 "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
+                "alternatives": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1, "maxLength": MAX_ALTERNATIVE_CHARS},
+                    "maxItems": MAX_ALTERNATIVES,
+                    "description": "Two or three other phrasings: other words, the concrete terms involved, "
+                    "a one-sentence guess at what the earlier thought said.",
+                },
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
                 "by": {
                     "type": "string",
                     "enum": list(SEARCH_BY),
                     "default": "thought",
-                    "description": "'sequence': each sequence once, with its best-matching thought.",
+                    "description": "'sequence': each sequence once, with its best-matching thought and its conclusion.",
                 },
                 "sequenceId": {"type": "string", "pattern": "^seq_[0-9a-f]{32}$"},
                 "status": _STATUS_SCHEMA,

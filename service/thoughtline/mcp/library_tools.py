@@ -1,17 +1,15 @@
-"""The library's MCP tools: `search_thoughts` and `manage_sequence` (SPEC §5, issue 5).
+"""The library's MCP tools: `search_thoughts` and `manage_sequence` (SPEC §5, issues 5 and 17).
 
-Thin adapters in the shape of `tools.py`: parse arguments, run one store function in a read
-snapshot or the writer, shape text + structured output. `Library` adds them to the process-wide
-parts of search in `library/after_commit.py` (the lazily loaded embedder, in-memory vector
-indexes of large stores, embedding after commits or at query time).
+Thin adapters in the shape of `tools.py`: parse arguments, call the library (`library/searching.py`
+runs a whole search and returns a typed result) or one store function, shape text + structured
+output. `Library` adds them to the process-wide parts of search in `library/after_commit.py` (the
+lazily loaded embedder, in-memory vector indexes, embedding after commits or at query time).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
-
-import apsw
 
 from thoughtline.clock import now_ms
 from thoughtline.domain.arguments import (
@@ -24,10 +22,12 @@ from thoughtline.domain.arguments import (
     reject_unknown,
 )
 from thoughtline.domain.wording import counted
-from thoughtline.errors import DomainError, invalid
-from thoughtline.library import model_identity, sequences
+from thoughtline.errors import invalid
+from thoughtline.library import searching, sequences
 from thoughtline.library.after_commit import AfterCommitWork
-from thoughtline.library.retrieval import Outcome, hybrid_search
+from thoughtline.library.query import check_alternatives
+from thoughtline.library.search_types import Hit
+from thoughtline.library.searching import Found, SearchRequest, SearchResult
 from thoughtline.mcp.library_schemas import (
     ACTIONS,
     DEFAULT_LIMIT,
@@ -39,7 +39,6 @@ from thoughtline.mcp.library_schemas import (
     search_tool,
 )
 from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolSpec
-from thoughtline.storage import search as search_store
 from thoughtline.storage import thoughts as store
 from thoughtline.storage.search import STATUSES, SearchFilters
 from thoughtline.wire.sequences import summary_json, transition_json
@@ -56,56 +55,21 @@ class Library(AfterCommitWork):
         return [ToolSpec(search_tool(), self._search), manage]
 
     async def _search(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
-        query, limit, filters = parse_search(args)
-        by = parse_by(args)
-        opened = ctx.store
-        if filters.thread is not None:
-            name = filters.thread
-            if not await opened.read(lambda conn: search_store.thread_exists(conn, name)):
-                raise DomainError("thread_not_found", f"no thread named {name!r}; check the name or omit 'thread'.")
-        # Thoughts written since the last search get their vectors now (bounded; see INLINE_MAX).
-        await self.embed_for_search(opened)
-        embedder = self.embedder()
-        current = await self.model_id()
-        count = await opened.read(search_store.vector_count)
-        index = self.index_for(opened, count)
-
-        def run(conn: apsw.Connection) -> Outcome:
-            # Checked in the search's own snapshot: vectors another model made are never compared
-            # with this query. Until they are queued again (above, or by the background work, in
-            # one transaction), the search answers by keyword.
-            usable = embedder if model_identity.store_model(conn) == current else None
-            return hybrid_search(conn, usable, query, limit=limit, filters=filters, index=index, by=by)
-
-        outcome = await opened.read(run)
-        waiting = await opened.read(search_store.pending_count)
-        if by == "sequence":
-            keys = [h.record.sequence_key for h in outcome.hits]
-            summaries = await opened.read(lambda conn: search_store.sequence_summaries(conn, keys))
-            return render_sequences(query, outcome, summaries, waiting)
-        return render_search(query, outcome, waiting)
+        return render(await searching.search(self, ctx.store, parse_search(args)))
 
 
-SEARCH_FIELDS = frozenset({"query", "limit", "by", "sequenceId", "status", "since", "until", "thread"})
+SEARCH_FIELDS = frozenset({"query", "alternatives", "limit", "by", "sequenceId", "status", "since", "until", "thread"})
 
 
-def parse_by(args: Mapping[str, Any]) -> str:
-    """`by`: "thought" (default) or "sequence" (each sequence once, with its best thought)."""
-    by = args.get("by", "thought")
-    if by not in SEARCH_BY:
-        raise invalid(f"'by' must be one of {', '.join(SEARCH_BY)}; got {str(by)[:30]!r}.")
-    return str(by)
-
-
-def parse_search(args: Mapping[str, Any]) -> tuple[str, int, SearchFilters]:
-    """Validate `search_thoughts` arguments into (query, limit, filters)."""
+def parse_search(args: Mapping[str, Any]) -> SearchRequest:
+    """Validate `search_thoughts` arguments into a request."""
     reject_unknown(args, SEARCH_FIELDS)
     query = coerce_str(args, "query", max_chars=MAX_QUERY_CHARS)
     if query is None:
         raise invalid("'query' is required: words or a question describing what you are looking for.")
-    status = args.get("status")
-    if status is not None and status not in STATUSES:
-        raise invalid(f"'status' must be one of {', '.join(STATUSES)}; got {str(status)[:30]!r}.")
+    alternatives = check_alternatives(args.get("alternatives"))
+    by = one_of(args.get("by", "thought"), "by", SEARCH_BY)
+    status = optional_one_of(args, "status", STATUSES)
     since, until = parse_instant(args, "since"), parse_instant(args, "until")
     if since is not None and until is not None and since > until:
         raise invalid("'since' is after 'until'; swap them or drop one.")
@@ -116,75 +80,108 @@ def parse_search(args: Mapping[str, Any]) -> tuple[str, int, SearchFilters]:
         until_ms=until,
         thread=coerce_str(args, "thread", max_chars=128),
     )
-    return query, coerce_int(args, "limit", high=MAX_LIMIT) or DEFAULT_LIMIT, filters
+    limit = coerce_int(args, "limit", high=MAX_LIMIT) or DEFAULT_LIMIT
+    return SearchRequest(query, alternatives, limit, str(by), filters)
 
 
-def _abstained_text(shown: str, outcome: Outcome) -> str:
-    closest = "" if outcome.best_similarity is None else f" (closest similarity {outcome.best_similarity:.2f})"
-    return (
-        f'Nothing relevant is stored for "{shown}"{closest}; the search abstained rather than guess. '
-        "Try other words or a broader question."
-    )
+STRENGTH_TEXT = {
+    "strong": "Best match: strong (similarity {sim}); check it answers the question.",
+    "fair": "Best match: fair (similarity {sim}); it may be related work, not the answer: judge by the snippets.",
+    "weak": "Best match: weak (similarity {sim}); likely a near miss or unrelated, judge by the snippets.",
+    "keyword": "Best match: by keyword only (no semantic similarity for it).",
+}
 
 
 def _where(r: Mapping[str, Any]) -> str:
     return f"thought {r['thoughtNumber']}" + (f" on branch {r['branchId']}" if r["branchId"] else "")
 
 
-def _render(
-    query: str, outcome: Outcome, results: list[dict[str, Any]], waiting: int, by: str, entries: list[str]
-) -> ToolOutput:
-    """The frame both result shapes share: abstention, nothing found, or a heading over `entries`."""
+def render(result: SearchResult) -> ToolOutput:
+    """Text and structured output of one search: the abstention, nothing found, or the results."""
+    request, outcome = result.request, result.outcome
+    by = request.by
+    if by == "sequence":
+        results, entries = _sequence_entries(result.found)
+    else:
+        results, entries = _thought_entries(result.found)
     structured: dict[str, Any] = {"results": results, "abstained": outcome.abstained, "by": by}
-    if waiting:
-        structured["unindexedThoughts"] = waiting
+    if result.unindexed:
+        structured["unindexedThoughts"] = result.unindexed
+    query = request.question
     shown = query if len(query) <= 80 else query[:77] + "…"
+    also = f" (and {counted(len(request.alternatives), 'alternative')})" if request.alternatives else ""
     noun = "sequence" if by == "sequence" else "thought"
     if outcome.abstained:
-        lines = [_abstained_text(shown, outcome)]
+        closest = "" if outcome.best_similarity is None else f" (closest similarity {outcome.best_similarity:.2f})"
+        lines = [
+            f'Nothing relevant is stored for "{shown}"{also}{closest}; the search abstained rather than guess. '
+            "Try other words, more alternatives or a broader question."
+        ]
     elif not results:
-        lines = [f'No stored {noun}s match "{shown}".']
+        lines = [f'No stored {noun}s match "{shown}"{also}.']
     else:
-        lines = [f'{counted(len(results), noun if by == "sequence" else "result")} for "{shown}":', "", *entries]
-    if waiting:
-        lines.append(f"Note: {waiting} recent thoughts are not indexed for meaning yet; keyword matches include them.")
+        top = outcome.hits[0].similarity
+        verdict = STRENGTH_TEXT[result.strength].format(sim="—" if top is None else f"{top:.2f}")
+        heading = f'{counted(len(results), noun if by == "sequence" else "result")} for "{shown}"{also}:'
+        lines = [heading, verdict, "", *entries]
+    if result.unindexed:
+        lines.append(
+            f"Note: {result.unindexed} recent thoughts are not indexed for meaning yet; keyword matches include them."
+        )
     return ToolOutput(text="\n".join(lines), structured=structured)
 
 
-def render_sequences(
-    query: str, outcome: Outcome, summaries: Mapping[int, tuple[int, int]], waiting: int
-) -> ToolOutput:
-    """Text and structured output of a search grouped by sequence (each sequence once)."""
-    results = []
+def _similarity_text(h: Hit) -> str:
+    if h.similarity is not None:
+        return f"similarity {h.similarity:.2f}"
+    return "keyword match" if h.keyword else "next to a match"
+
+
+def _sequence_entries(found: list[Found]) -> tuple[list[dict[str, Any]], list[str]]:
+    results: list[dict[str, Any]] = []
     entries: list[str] = []
-    for i, h in enumerate(outcome.hits, start=1):
-        count, updated = summaries.get(h.record.sequence_key, (0, h.record.created_at))
-        r = {
+    for i, f in enumerate(found, start=1):
+        h = f.hit
+        count = f.thought_count or 0
+        r: dict[str, Any] = {
             "sequenceId": h.record.sequence_id,
             "title": h.record.title,
             "status": h.record.status,
             "thoughtCount": count,
-            "updatedAt": store.iso(updated),
+            "updatedAt": store.iso(f.updated_at if f.updated_at is not None else h.record.created_at),
             "score": h.score,
             "thoughtNumber": h.record.number,
             "branchId": h.record.branch,
             "snippet": h.snippet,
             "similarity": h.similarity,
         }
+        ending = ""
+        if f.conclusion is not None:
+            c = f.conclusion
+            r["conclusion"] = {
+                "thoughtNumber": c.thought_number,
+                "branchId": c.branch,
+                "text": c.text,
+                "final": c.final,
+            }
+            label = "concluded" if c.final else "latest, still open"
+            ending = f"   {label} (thought {c.thought_number}): {c.text}"
         results.append(r)
         entries += [
-            f"{i}. {r['title']} [{r['status']}] · {counted(count, 'thought')} · best match {_where(r)}",
-            f"   {r['snippet']}",
+            f"{i}. {r['title']} [{r['status']}] · {counted(count, 'thought')} · best match {_where(r)} · "
+            + _similarity_text(h),
+            f"   matched: {r['snippet']}",
+            *([ending] if ending else []),
             f"   {r['sequenceId']} · updated {r['updatedAt']}",
         ]
-    return _render(query, outcome, results, waiting, "sequence", entries)
+    return results, entries
 
 
-def render_search(query: str, outcome: Outcome, waiting: int) -> ToolOutput:
-    """Text and structured output of one search."""
-    results = []
+def _thought_entries(found: list[Found]) -> tuple[list[dict[str, Any]], list[str]]:
+    results: list[dict[str, Any]] = []
     entries: list[str] = []
-    for i, h in enumerate(outcome.hits, start=1):
+    for i, f in enumerate(found, start=1):
+        h = f.hit
         r = {
             "sequenceId": h.record.sequence_id,
             "thoughtNumber": h.record.number,
@@ -197,17 +194,12 @@ def render_search(query: str, outcome: Outcome, waiting: int) -> ToolOutput:
             "createdAt": store.iso(h.record.created_at),
         }
         results.append(r)
-        sim = (
-            f"similarity {h.similarity:.2f}"
-            if h.similarity is not None
-            else ("keyword match" if h.keyword else "next to a match")
-        )
         entries += [
-            f"{i}. {r['title']} [{r['status']}] · {_where(r)} · {sim}",
+            f"{i}. {r['title']} [{r['status']}] · {_where(r)} · {_similarity_text(h)}",
             f"   {r['snippet']}",
             f"   {r['sequenceId']} · {r['createdAt']}",
         ]
-    return _render(query, outcome, results, waiting, "thought", entries)
+    return results, entries
 
 
 def _manage_handler(discovery: bool) -> Callable[[Mapping[str, Any], ToolContext], Any]:

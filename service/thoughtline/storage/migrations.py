@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import apsw
 
 from thoughtline.domain.thread_names import name_key
+from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS, VECTOR_SLOTS, chunk_texts, sentence_count, thought_of
 from thoughtline.storage.db import write_transaction
 from thoughtline.storage.key_migrations import PROPOSAL_IDS, REQUESTS_PER_CLIENT, refold_thread_names
 
@@ -172,10 +173,9 @@ END;
 CREATE INDEX thoughts_by_created ON thoughts(created_at);
 """
 
-# A thought longer than the model's 256-token window is embedded as several passages, so its
-# vectors are keyed by `thought id * VECTOR_SLOTS + slot`. sqlite-vec scans the whole table for
-# range or IN deletes but looks up `=` directly, hence one point delete per slot in the triggers.
-VECTOR_SLOTS = 16
+# A thought's vectors are keyed by `thought id * VECTOR_SLOTS + slot` (domain/vector_keys.py).
+# sqlite-vec scans the whole table for range or IN deletes but looks up `=` directly, hence one
+# point delete per slot in the triggers.
 # Both f-strings below interpolate only these integer constants, never outside input.
 _DELETE_SLOTS = "\n".join(
     f"    DELETE FROM thought_vectors WHERE vector_key = old.id * {VECTOR_SLOTS} + {slot};"
@@ -397,12 +397,9 @@ _OLD_GROUPED_SENTENCES = 16
 
 
 def _requeue_old_vectors(conn: apsw.Connection) -> None:
-    # The passage rule has one definition, next to the embedder; it is pure text handling.
-    from thoughtline.library.search import PASSAGE_MIN_CHARS, chunk_texts, sentence_count
-
     stored: dict[int, int] = {}
     for (key,) in conn.execute("SELECT vector_key FROM thought_vectors"):
-        owner = int(key) // VECTOR_SLOTS
+        owner = thought_of(int(key))
         stored[owner] = stored.get(owner, 0) + 1
     stale: list[int] = []
     for tid, body in conn.execute("SELECT id, body FROM thoughts"):

@@ -15,7 +15,7 @@ from typing import Any
 
 import apsw
 
-from thoughtline.storage.migrations import VECTOR_SLOTS
+from thoughtline.domain.vector_keys import VECTOR_SLOTS
 from thoughtline.storage.thoughts import rows
 
 # Evidence is read up to this many characters of the thought; the listing clips it to a snippet.

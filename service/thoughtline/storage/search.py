@@ -15,8 +15,8 @@ from typing import Any
 import apsw
 
 from thoughtline.domain.thread_names import name_key
+from thoughtline.domain.vector_keys import VECTOR_SLOTS, vector_key
 from thoughtline.storage import embedder_ids
-from thoughtline.storage.migrations import VECTOR_SLOTS
 
 STATUSES = ("active", "paused", "completed", "abandoned")
 
@@ -149,59 +149,50 @@ def sequence_members(conn: apsw.Connection, keys: Sequence[int]) -> dict[int, se
     return out
 
 
-def sequence_summaries(conn: apsw.Connection, keys: Iterable[int]) -> dict[int, tuple[int, int]]:
-    """(thought count, updated at ms) of each sequence row id, for results grouped by sequence."""
+@dataclass(frozen=True)
+class SequenceEnd:
+    """What a result grouped by sequence shows of its sequence: size, last change, and where it ended."""
+
+    thought_count: int
+    updated_at: int
+    # The latest thought of the main path (of any branch when the main path is empty).
+    last_number: int
+    last_branch: str | None
+    last_body: str
+    # Whether the sequence is finished: completed, or its latest thought needed no next one.
+    finished: bool
+
+
+def sequence_ends(conn: apsw.Connection, keys: Iterable[int]) -> dict[int, SequenceEnd]:
+    """The `SequenceEnd` of each sequence row id (results grouped by sequence)."""
     wanted = list(keys)
     if not wanted:
         return {}
     rows = conn.execute(
-        "SELECT id, thought_count, updated_at FROM sequences WHERE id IN (SELECT value FROM json_each(?))",
+        "SELECT s.id, s.thought_count, s.updated_at, s.status, t.number, b.name, t.body, t.next_needed "
+        "FROM sequences s JOIN thoughts t ON t.id = (SELECT l.id FROM thoughts l WHERE l.sequence_id = s.id "
+        "ORDER BY l.branch IS NOT NULL, l.position DESC LIMIT 1) LEFT JOIN branches b ON b.id = t.branch "
+        "WHERE s.id IN (SELECT value FROM json_each(?))",
         (json.dumps(wanted),),
     )
-    return {int(r[0]): (int(r[1]), int(r[2])) for r in rows}
+    return {
+        int(r[0]): SequenceEnd(
+            thought_count=int(r[1]),
+            updated_at=int(r[2]),
+            last_number=int(r[4]),
+            last_branch=None if r[5] is None else str(r[5]),
+            last_body=str(r[6]),
+            finished=str(r[3]) == "completed" or not int(r[7]),
+        )
+        for r in rows
+    }
 
 
 def filtered_thought_ids(conn: apsw.Connection, filters: SearchFilters) -> list[int]:
-    """Ids of every thought the filters allow (used to pre-filter KNN so it never starves)."""
+    """Ids of every thought the filters allow (the vector side scores only these)."""
     where, params = _where(filters)
     sql = f"SELECT t.id FROM thoughts t JOIN sequences s ON s.id = t.sequence_id WHERE 1 = 1{where}"
     return [int(r[0]) for r in conn.execute(sql, params)]
-
-
-def vector_candidates(
-    conn: apsw.Connection, query: bytes, k: int, allowed: Sequence[int] | None = None
-) -> list[tuple[int, float]]:
-    """The k thoughts nearest to `query` as (thought id, cosine similarity), best first.
-
-    A thought's similarity is that of its closest vector (long thoughts have several). With
-    `allowed`, only those thoughts are considered: sqlite-vec applies the IN inside the scan, so
-    a narrow filter still yields k neighbours instead of k-minus-the-filtered-out.
-    """
-    # Most thoughts have one vector; asking for twice as many leaves room for long ones.
-    fetch = 2 * k
-    if allowed is not None:
-        if not allowed:
-            return []
-        rows = conn.execute(
-            "SELECT vector_key, distance FROM thought_vectors WHERE embedding MATCH ? AND k = ? "
-            "AND vector_key IN (SELECT t.value * ? + s.value FROM json_each(?) t, json_each(?) s)",
-            (query, fetch, VECTOR_SLOTS, json.dumps(list(allowed)), json.dumps(list(range(VECTOR_SLOTS)))),
-        )
-    else:
-        rows = conn.execute(
-            "SELECT vector_key, distance FROM thought_vectors WHERE embedding MATCH ? AND k = ?", (query, fetch)
-        )
-    return best_per_thought(((int(r[0]), 1.0 - float(r[1])) for r in rows), k)
-
-
-def best_per_thought(scored: Iterable[tuple[int, float]], k: int) -> list[tuple[int, float]]:
-    """Fold (vector key, similarity) pairs into each thought's best, keeping the top k thoughts."""
-    best: dict[int, float] = {}
-    for key, sim in scored:
-        tid = key // VECTOR_SLOTS
-        if sim > best.get(tid, -2.0):
-            best[tid] = sim
-    return sorted(best.items(), key=lambda item: -item[1])[:k]
 
 
 def neighbour_pairs(conn: apsw.Connection, ids: Iterable[int], filters: SearchFilters) -> list[tuple[int, int]]:
@@ -308,14 +299,15 @@ def store_vectors(conn: apsw.Connection, rows: Sequence[tuple[int, Sequence[byte
         return 0
     max_key = int(_one(conn, "SELECT max_vector_id FROM search_state WHERE id = 1"))
     for tid, blobs in keep:
-        base = tid * VECTOR_SLOTS
         for slot in range(VECTOR_SLOTS):  # point deletes: sqlite-vec scans everything for ranges
-            conn.execute("DELETE FROM thought_vectors WHERE vector_key = ?", (base + slot,))
+            conn.execute("DELETE FROM thought_vectors WHERE vector_key = ?", (vector_key(tid, slot),))
         for slot, blob in enumerate(blobs):
-            conn.execute("INSERT INTO thought_vectors(vector_key, embedding) VALUES (?, ?)", (base + slot, blob))
+            conn.execute(
+                "INSERT INTO thought_vectors(vector_key, embedding) VALUES (?, ?)", (vector_key(tid, slot), blob)
+            )
         conn.execute("DELETE FROM vector_queue WHERE thought_id = ?", (tid,))
-    lowest = min(tid for tid, _ in keep) * VECTOR_SLOTS
-    highest = max(tid * VECTOR_SLOTS + len(blobs) - 1 for tid, blobs in keep)
+    lowest = vector_key(min(tid for tid, _ in keep), 0)
+    highest = max(vector_key(tid, len(blobs) - 1) for tid, blobs in keep)
     # Appends above the highest stored key can be picked up incrementally by an in-memory index;
     # anything else (a backfilled gap) bumps the generation so it reloads.
     bump = 1 if lowest <= max_key else 0

@@ -109,10 +109,11 @@ def _services(
         retention_days=settings.retention_days,
         max_open=settings.max_open_stores,
     )
+    index_budget = settings.index_memory_mb * 2**20
     library = (
-        Library(embedder_factory, background=settings.background_work)
+        Library(embedder_factory, background=settings.background_work, index_budget_bytes=index_budget)
         if embedder_factory is not None
-        else Library(background=settings.background_work)
+        else Library(background=settings.background_work, index_budget_bytes=index_budget)
     )
     router.on_open.append(library.attach)
     router.on_close.append(library.detach)
