@@ -120,7 +120,7 @@ class LibraryPages:
             clock=self.clock,
             periods=Periods(settings.thread_dormant_days, settings.thread_closed_days),
             review=ProposalReview(library.embedder),
-            search_fn=_search(library, self.clock) if settings.library else None,
+            search_fn=_search(library) if settings.library else None,
         )
 
         def page(view: View) -> Endpoint:
@@ -194,15 +194,14 @@ def _steps(table: dict[str, Endpoint]) -> Endpoint:
     return run
 
 
-def _search(library: Library, clock: Clock) -> Search:
-    """Search through `search_thoughts`' own handler, as the API does until the orchestration moves
-    into the library (issue 17): the same operation, one place to change."""
-    from thoughtline.mcp.tools import ToolContext
-
-    handler = next(spec.handler for spec in library.tools(discovery=True) if spec.tool.name == "search_thoughts")
+def _search(library: Library) -> Search:
+    """The library's search (`library/searching.py`) with `search_thoughts`' argument rules and JSON,
+    called exactly as the API calls it (`api/wiring.py`)."""
+    from thoughtline.library import searching
+    from thoughtline.mcp.library_tools import parse_search, render
 
     async def run(opened: UserStore, args: Mapping[str, Any]) -> dict[str, Any]:
-        return (await handler(args, ToolContext(store=opened, clock=clock))).structured
+        return render(await searching.search(library, opened, parse_search(args))).structured
 
     return run
 
