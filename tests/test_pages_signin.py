@@ -255,3 +255,17 @@ async def test_a_github_session_ends_when_its_login_leaves_the_allowlist(tmp_pat
             page = await http.get(later.thoughtline.url + "/library")
         assert page.status_code == 303
         assert page.headers["location"] == "/library/signin"
+
+
+async def test_the_list_pages_on_with_the_apis_cursor(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        await signed_in(library, http)
+        first = await http.get(library.url + "/library?limit=2")
+        assert first.text.count('class="row"') == 2
+        older = re.search(r'href="(/library\?[^"]*cursor=[^"]+)">Older sequences', first.text)
+        assert older
+        rest = await http.get(library.url + older.group(1).replace("&amp;", "&"))
+        assert rest.text.count('class="row"') == 1
+        assert "Older sequences" not in rest.text
+        shown = re.findall(r'href="/library/sequences/(seq_[0-9a-f]+)"', first.text + rest.text)
+        assert sorted(shown) == sorted(library.ids.values())

@@ -87,7 +87,8 @@ async def library_page(request: Request, session: Session, source: Source) -> Re
         heading = "Recent sequences" + (f" in {e(thread)}" if thread else "")
         body = "".join(_sequence_row(item) for item in listed) or '<li class="empty">No sequences yet.</li>'
         nxt = found["nextCursor"]
-        more = f'<p><a href="{href("/library", status=status, thread=thread, cursor=nxt)}">Older sequences</a></p>'
+        older = href("/library", status=status, thread=thread, limit=request.query_params.get("limit"), cursor=nxt)
+        more = f'<p><a href="{older}">Older sequences</a></p>'
         more = more if nxt else ""
     filters = "".join(
         f'<a href="{href("/library", status=s, thread=thread)}"{" aria-current=true" if s == status else ""}>'
