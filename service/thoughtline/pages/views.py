@@ -275,7 +275,7 @@ def _proposal_row(session: Session, proposal: dict[str, Any]) -> str:
         f'<li class="row proposal"><span><a href="{thread_href(thread)}">{e(thread)}</a> ← '
         f'<a class="title" href="{sequence_href(sequence_id)}">{e(proposal.get("title") or sequence_id)}</a></span>'
         f'<p class="snippet">{e(proposal.get("evidence", ""))}</p><span class="actions">'
-        f"{post_button(session, base + '/accept', 'Accept')}"
+        f"{post_button(session, base + '/accept', 'Accept', kind='primary')}"
         f"{post_button(session, base + '/reject', 'Reject', kind='quiet')}"
         "</span></li>"
     )
