@@ -24,12 +24,12 @@ from thoughtline.mcp.library_tools import Library, parse_search, render
 from thoughtline.storage.router import StoreRouter, UserStore
 
 
-def _search(library: Library) -> Search:
+def library_search(library: Library) -> Search:
     """The library's search (`library/searching.py`), with `search_thoughts`' argument rules and JSON.
 
     The search runs in the library; the checks of its arguments (`parse_search`) and its JSON
     (`render`) still live with the tool in `mcp/library_tools.py`, so the API borrows both rather
-    than keep a second copy that could drift.
+    than keep a second copy that could drift. The pages' search box can take the same function.
     """
 
     async def run(opened: UserStore, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -53,6 +53,6 @@ def api_mount(
         clock=clock,
         periods=Periods(settings.thread_dormant_days, settings.thread_closed_days),
         review=ProposalReview(library.embedder),
-        search_fn=_search(library),
+        search_fn=library_search(library),
         authenticators=[bearer(bearer_check), *more],
     )
