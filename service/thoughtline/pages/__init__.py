@@ -14,14 +14,15 @@ import contextlib
 import hashlib
 import logging
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import apsw
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from thoughtline.api.wiring import library_search
 from thoughtline.clock import Clock
 from thoughtline.config import Settings
 from thoughtline.errors import DomainError
@@ -33,10 +34,10 @@ from thoughtline.pages.gate import CookieAuth, as_session
 from thoughtline.pages.layout import message_page
 from thoughtline.pages.session import Session, Sessions
 from thoughtline.pages.signin import SignIn
-from thoughtline.pages.source import Search, Source
+from thoughtline.pages.source import Source
 from thoughtline.storage.faults import StorageError, caller_text
 from thoughtline.storage.migrations import SchemaTooNewError
-from thoughtline.storage.router import StoreRouter, UserStore
+from thoughtline.storage.router import StoreRouter
 from thoughtline.storage.signin import SigninStore
 from thoughtline.ui_assets import ui_file
 
@@ -120,7 +121,7 @@ class LibraryPages:
             clock=self.clock,
             periods=Periods(settings.thread_dormant_days, settings.thread_closed_days),
             review=ProposalReview(library.embedder),
-            search_fn=_search(library) if settings.library else None,
+            search_fn=library_search(library) if settings.library else None,
         )
 
         def page(view: View) -> Endpoint:
@@ -190,18 +191,6 @@ def _steps(table: dict[str, Endpoint]) -> Endpoint:
         if endpoint is None:
             return message_page("Not found", "That action does not exist here.", status=404)
         return await endpoint(request)
-
-    return run
-
-
-def _search(library: Library) -> Search:
-    """The library's search (`library/searching.py`) with `search_thoughts`' argument rules and JSON,
-    called exactly as the API calls it (`api/wiring.py`)."""
-    from thoughtline.library import searching
-    from thoughtline.mcp.library_tools import parse_search, render
-
-    async def run(opened: UserStore, args: Mapping[str, Any]) -> dict[str, Any]:
-        return render(await searching.search(library, opened, parse_search(args))).structured
 
     return run
 
