@@ -2,8 +2,9 @@
 and a browser stand-in that walks the consent → GitHub → callback chain with httpx.
 
 Servers run under uvicorn in a thread each (real sockets, real HTTP); readiness is an event, never a
-sleep. `thoughtline_app` mounts the door the way app.py does and guards the MCP endpoints with the
-door's `verify`.
+sleep. Thoughtline is built by `create_app` exactly as `thoughtline serve` builds it (the OAuth door,
+the library's sign-in): only the outside world is replaced, GitHub by `FakeGitHub` on its own
+loopback port and the clock by `FakeClock`.
 """
 
 from __future__ import annotations
@@ -37,13 +38,11 @@ from mcp import Client
 from mcp.client.auth import OAuthClientProvider, TokenStorage
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
-from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
 from tests.fake_github import API_PREFIX, FakeGitHub
-from thoughtline.clock import Clock
 from thoughtline.config import Settings
-from thoughtline.oauth import CimdPolicy, OAuthDoor, build_oauth
+from thoughtline.oauth import CimdPolicy
 from thoughtline.web.app import Extras, create_app
 
 START_TIMEOUT = 10.0
@@ -209,11 +208,6 @@ def query_of(url: str) -> dict[str, str]:
     return {key: values[0] for key, values in parse_qs(urlsplit(url).query).items()}
 
 
-def thoughtline_app(settings: Settings, clock: Clock, door: OAuthDoor) -> Starlette:
-    """The real service with the OAuth door mounted, as the entry point wires it."""
-    return create_app(settings, clock=clock, extras=Extras(routes=door.routes, verifier=door.verify))
-
-
 class MemoryTokenStorage(TokenStorage):
     """Where the MCP client keeps its tokens and registration during one test."""
 
@@ -295,7 +289,6 @@ class Stack:
     github: RunningServer
     fake: FakeGitHub
     clock: FakeClock
-    door: OAuthDoor
     settings: Settings
 
     def browser(self, decision: str = "allow") -> Browser:
@@ -331,12 +324,10 @@ async def running_stack(
             github_api_url=github.url + API_PREFIX,
         )
         clock = FakeClock(time.time())
-        door = build_oauth(settings, clock, cimd=cimd)
-        try:
-            with serve(thoughtline_app(settings, clock, door)) as thoughtline:
-                yield Stack(thoughtline, github, fake, clock, door, settings)
-        finally:
-            await door.aclose()
+        # The production wiring: create_app builds the door itself; the only extra is the client
+        # metadata fetch policy (CIMD tests serve their documents from loopback under a test CA).
+        with serve(create_app(settings, clock=clock, extras=Extras(cimd=cimd))) as thoughtline:
+            yield Stack(thoughtline, github, fake, clock, settings)
 
 
 @dataclass(frozen=True)

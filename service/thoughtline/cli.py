@@ -1,4 +1,4 @@
-"""The `thoughtline` command: serve, token, export, import, check, reindex, backup, new-store.
+"""The `thoughtline` command: serve, open, token, export, import, check, reindex, backup, new-store.
 
 The entry point reads the environment once (`config.py`), applies command-line overrides, and
 hands a `Settings` to whatever it runs.
@@ -90,6 +90,17 @@ def _connect_help(settings: Settings, token_expr: str, out: TextIO) -> None:
     )
 
 
+def _library_link(settings: Settings, out: TextIO) -> None:
+    """At start, one sign-in link to the library (later ones: `thoughtline open`)."""
+    from thoughtline.clock import SystemClock
+    from thoughtline.pages.session import one_time_link
+
+    link = one_time_link(settings, SystemClock())
+    print(
+        f"  Library (sign-in link, works once within a minute; `thoughtline open` makes another):\n  {link}\n", file=out
+    )
+
+
 def check_port_free(host: str, port: int) -> None:
     """Refuse to start (before printing how to connect) when something already listens on the port."""
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
@@ -122,6 +133,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     private_dir(settings.data_dir)  # 0700 before the token, auth database or any store is written
     settings, token_expr = ensure_token(settings, sys.stdout)
     _connect_help(settings, token_expr, sys.stdout)
+    _library_link(settings, sys.stdout)
     sys.stdout.flush()
     handler = logging.StreamHandler()
     handler.setFormatter(SafeFormatter(LOG_FORMAT))  # no logged text can start a forged line (issue 11, F6)
@@ -147,6 +159,37 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_open(settings: Settings, args: argparse.Namespace) -> int:
+    """Print (and on a desktop, open) a one-time link that signs the owner in to /library."""
+    from thoughtline.clock import SystemClock
+    from thoughtline.pages.session import LINK_TTL_SECONDS, one_time_link
+
+    if args.url and not args.url.startswith(("http://", "https://")):
+        raise CommandError(f"--url {args.url!r} must be the server's http(s) origin, e.g. http://127.0.0.1:8000")
+    settings = settings.with_overrides(data_dir=Path(args.data_dir) if args.data_dir else settings.data_dir)
+    private_dir(settings.data_dir)
+    url = one_time_link(settings, SystemClock(), args.url)
+    print(f"Sign-in link for your library (works once, within {LINK_TTL_SECONDS:.0f} seconds):")
+    print(url, flush=True)
+    if sys.stdout.isatty() and not args.no_browser:
+        _open_on_desktop(url)
+    return 0
+
+
+def _open_on_desktop(url: str) -> None:
+    """Open `url` in a graphical browser, if this session has one (never a terminal browser)."""
+    import webbrowser
+
+    try:
+        browser = webbrowser.get()
+    except webbrowser.Error:
+        return  # no browser at all: the printed link is enough
+    # Without a display, webbrowser falls back to console browsers (lynx, w3m), registered as
+    # GenericBrowser; one of those would take over the terminal the link was printed to.
+    if type(browser) is not webbrowser.GenericBrowser:
+        browser.open(url)
+
+
 def cmd_token(settings: Settings, args: argparse.Namespace) -> int:
     """Print a new strong bearer token."""
     print(new_token())
@@ -164,6 +207,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir")
     serve.set_defaults(run=cmd_serve)
     sub.add_parser("token", help="print a new strong bearer token").set_defaults(run=cmd_token)
+    opener = sub.add_parser("open", help="print (and on a desktop, open) a one-time sign-in link to /library")
+    opener.add_argument("--url", help="the server's origin (default: THOUGHTLINE_PUBLIC_URL, else http://HOST:PORT)")
+    opener.add_argument("--data-dir")
+    opener.add_argument("--no-browser", action="store_true", help="only print the link")
+    opener.set_defaults(run=cmd_open)
     for name, helper, run in (
         ("export", "write a user's store as JSON Lines", cmd_export),
         ("import", "load JSON Lines into a user's store", cmd_import),

@@ -26,7 +26,7 @@ class Principal:
     """
 
     user_key: str
-    via: Literal["token", "oauth"]
+    via: Literal["token", "oauth", "session"]
     login: str | None = None
     resource: str | None = None
     client_id: str | None = None

@@ -37,6 +37,7 @@ from thoughtline.oauth.consent import show_consent, submit_consent
 from thoughtline.oauth.context import DoorContext
 from thoughtline.oauth.errors import not_configured
 from thoughtline.oauth.github import AuthlibGitHub, GitHubIdentity
+from thoughtline.oauth.library_signin import LibrarySignedIn, start_library_sign_in
 from thoughtline.oauth.metadata import (
     authorization_server_metadata,
     json_document,
@@ -63,6 +64,8 @@ class OAuthDoor:
     routes: list[BaseRoute]
     verify: Verifier
     aclose: Callable[[], Awaitable[None]]
+    # POST /library/signin/github's work once the pages checked the form; None without GitHub.
+    library_start: Endpoint | None = None
 
 
 def _limited(endpoint: Endpoint, max_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE) -> ASGIApp:
@@ -86,12 +89,19 @@ def build_oauth(
     *,
     github: GitHubIdentity | None = None,
     cimd: CimdPolicy | None = None,
+    library_signed_in: LibrarySignedIn | None = None,
 ) -> OAuthDoor:
     """Wire the authorization server. Nothing is opened until the first request needs the database."""
     clock = clock or SystemClock()
     store = AuthStore(settings.data_dir, settings.journal)
     provider = Provider(settings=settings, store=store, clock=clock, cimd=cimd or CimdPolicy())
-    ctx = DoorContext(settings=settings, provider=provider, github=github or AuthlibGitHub(settings), clock=clock)
+    ctx = DoorContext(
+        settings=settings,
+        provider=provider,
+        github=github or AuthlibGitHub(settings),
+        clock=clock,
+        library_signed_in=library_signed_in,
+    )
     authenticator = ClientAuthenticator(provider)
     token_handler = TokenHandler(provider, authenticator)
     registration = RegistrationHandler(provider, ClientRegistrationOptions(enabled=True))
@@ -174,4 +184,8 @@ def build_oauth(
     async def aclose() -> None:
         await anyio.to_thread.run_sync(store.close)
 
-    return OAuthDoor(routes=routes, verify=verify, aclose=aclose)
+    async def library_start(request: Request) -> Response:
+        return await start_library_sign_in(ctx, request)
+
+    started = library_start if settings.github_enabled and library_signed_in is not None else None
+    return OAuthDoor(routes=routes, verify=verify, aclose=aclose, library_start=started)

@@ -13,7 +13,8 @@ from starlette.responses import Response
 
 from thoughtline.logsafe import log_safe
 from thoughtline.oauth.context import SIGNIN_COOKIE, DoorContext
-from thoughtline.oauth.github import GitHubError
+from thoughtline.oauth.github import GitHubAccount, GitHubError
+from thoughtline.oauth.library_signin import is_library_sign_in
 from thoughtline.oauth.pages import error_page
 from thoughtline.oauth.provider import CODE_TTL_SECONDS
 from thoughtline.oauth.records import OwnerSetting, new_secret
@@ -40,8 +41,12 @@ async def github_callback(ctx: DoorContext, request: Request) -> Response:
             400,
         )
     pending: dict[str, object] = payload["p"]
-    if request.query_params.get("error"):
-        response: Response = ctx.back_to_client(
+    if request.query_params.get("error") and is_library_sign_in(pending):
+        response: Response = error_page(
+            "Sign-in cancelled", "GitHub sign-in was cancelled; open /library to try again.", 400
+        )
+    elif request.query_params.get("error"):
+        response = ctx.back_to_client(
             request, pending, error="access_denied", error_description="GitHub sign-in was cancelled"
         )
     else:
@@ -66,23 +71,17 @@ async def _finish(ctx: DoorContext, request: Request, pending: dict[str, object]
             else "Ask the operator to add it to ALLOWED_GITHUB_LOGIN."
         )
         return error_page("Access denied", f"The GitHub account {account.login!r} may not use this server. {hint}", 403)
+    if is_library_sign_in(pending):
+        if ctx.library_signed_in is None:
+            return error_page("Sign-in could not be completed", "This server has no library pages.", 404)
+        user_key = await _user_key(ctx, account)
+        logger.info("library sign-in: GitHub account id %s", account.id)
+        return await ctx.library_signed_in(request, user_key, account.login)
     resources = granted_resources(_str(pending.get("resource")), ctx.origin(request))
     if resources is None:
         return ctx.back_to_client(request, pending, error="invalid_target", error_description="unknown resource")
     now = ctx.clock.now()
-    owner = OwnerSetting(login=ctx.settings.owner_login, account_id=ctx.settings.owner_id)
-    user_key, pin = await ctx.provider.store.user_key_for(account.id, account.login, owner, now)
-    if pin is not None:
-        named = f"THOUGHTLINE_OWNER_ID={owner.account_id}" if owner.account_id else f"THOUGHTLINE_OWNER={owner.login}"
-        if pin.previous is None:
-            logger.warning("owner pinned: GitHub account id %s is now the owner (%s)", pin.account_id, log_safe(named))
-        else:
-            logger.warning(
-                "owner re-pinned: GitHub account id %s is now the owner (%s); account id %s keeps its own store",
-                pin.account_id,
-                log_safe(named),
-                pin.previous,
-            )
+    user_key = await _user_key(ctx, account)
     ours = new_secret("tlc_")
     scopes = pending.get("scopes")
     await ctx.provider.store.create_grant(
@@ -101,6 +100,24 @@ async def _finish(ctx: DoorContext, request: Request, pending: dict[str, object]
     )
     logger.info("oauth sign-in: GitHub account id %s granted access to a client", account.id)
     return ctx.back_to_client(request, pending, code=ours)
+
+
+async def _user_key(ctx: DoorContext, account: GitHubAccount) -> str:
+    """The account's store key (the owner's, or its own), pinning the owner on first sign-in."""
+    owner = OwnerSetting(login=ctx.settings.owner_login, account_id=ctx.settings.owner_id)
+    user_key, pin = await ctx.provider.store.user_key_for(account.id, account.login, owner, ctx.clock.now())
+    if pin is not None:
+        named = f"THOUGHTLINE_OWNER_ID={owner.account_id}" if owner.account_id else f"THOUGHTLINE_OWNER={owner.login}"
+        if pin.previous is None:
+            logger.warning("owner pinned: GitHub account id %s is now the owner (%s)", pin.account_id, log_safe(named))
+        else:
+            logger.warning(
+                "owner re-pinned: GitHub account id %s is now the owner (%s); account id %s keeps its own store",
+                pin.account_id,
+                log_safe(named),
+                pin.previous,
+            )
+    return user_key
 
 
 def _str(value: object) -> str | None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from mcp.server.auth.provider import construct_redirect_uri
 from starlette.requests import Request
-from starlette.responses import RedirectResponse
+from starlette.responses import RedirectResponse, Response
 
 from thoughtline.clock import Clock
 from thoughtline.config import Settings
@@ -26,6 +27,8 @@ class DoorContext:
     provider: Provider
     github: GitHubIdentity
     clock: Clock
+    # Starts a library session for a checked account (pages/signin.py); None: no library sign-in.
+    library_signed_in: Callable[[Request, str, str], Awaitable[Response]] | None = None
 
     def origin(self, request: Request) -> str:
         """Our public origin for this request (THOUGHTLINE_PUBLIC_URL wins)."""

@@ -31,6 +31,7 @@ from thoughtline.mcp.proposal_tools import ProposalTools
 from thoughtline.mcp.thread_tools import ThreadTools
 from thoughtline.mcp.tools import ToolRegistry, ToolSpec, core_tools
 from thoughtline.oauth import OAuthDoor, build_oauth
+from thoughtline.pages import LibraryPages
 from thoughtline.storage.router import StoreRouter
 from thoughtline.web import mcp_endpoints, site
 from thoughtline.web.auth import Authenticator
@@ -58,11 +59,13 @@ def _allowed_hosts(settings: Settings) -> list[str]:
     return hosts
 
 
-def _with_oauth_door(settings: Settings, clock: Clock, extras: Extras) -> tuple[Extras, OAuthDoor | None]:
-    """Mount the OAuth door (issue 3) unless the caller brought its own verifier (tests do)."""
+def _with_oauth_door(
+    settings: Settings, clock: Clock, extras: Extras, pages: LibraryPages
+) -> tuple[Extras, OAuthDoor | None]:
+    """Mount the OAuth door (issue 3) unless the caller brought its own verifier."""
     if extras.verifier is not None:
         return extras, None
-    door = build_oauth(settings, clock)
+    door = build_oauth(settings, clock, cimd=extras.cimd, library_signed_in=pages.signin.github_signed_in)
     return dataclasses.replace(extras, routes=[*extras.routes, *door.routes], verifier=door.verify), door
 
 
@@ -135,12 +138,23 @@ def create_app(
     sends every tools/call through the SDK's machinery (tests compare the two paths).
     """
     clock = clock or SystemClock()
-    extras, oauth_door = _with_oauth_door(settings, clock, extras or Extras())
+    pages = LibraryPages(settings, clock)  # before the door: its GitHub callback signs in to the pages
+    extras, oauth_door = _with_oauth_door(settings, clock, extras or Extras(), pages)
     services = _services(settings, clock, _with_app_resource(extras), embedder_factory, direct_tool_calls)
     groups: Sequence[RouteGroup] = [
         mcp_endpoints.group(services),  # /mcp, /mcp-compat (first: the router tries routes in order)
         site.group(services),  # GET /, /healthz
-        RouteGroup(routes=api_mount(settings, services.router, clock, services.library, services.authenticator)),
+        RouteGroup(routes=pages.routes(services.router, services.library, oauth_door), running=[pages.running]),
+        RouteGroup(
+            routes=api_mount(
+                settings,
+                services.router,
+                clock,
+                services.library,
+                services.authenticator,
+                pages.auth.api_authenticator(),
+            )
+        ),
         RouteGroup(routes=services.extras.routes),  # the OAuth door and callers' own routes
     ]
 

@@ -20,6 +20,7 @@ from thoughtline.clock import Clock
 from thoughtline.config import Settings
 from thoughtline.mcp.library_tools import Library
 from thoughtline.mcp.tools import ToolRegistry, ToolSpec
+from thoughtline.oauth.cimd import CimdPolicy
 from thoughtline.storage.router import StoreRouter
 from thoughtline.web.auth import Authenticator, TokenVerifier
 
@@ -33,6 +34,7 @@ class Extras:
     verifier: TokenVerifier | None = None
     resources: dict[str, tuple[types.Resource, str]] = field(default_factory=dict)
     extensions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cimd: CimdPolicy | None = None  # how the door fetches client metadata documents (tests: a loopback CA)
 
 
 @dataclass(frozen=True)

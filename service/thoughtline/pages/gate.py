@@ -1,0 +1,90 @@
+"""Who a browser request speaks for, and whether a change it asks for came from our own page.
+
+The session cookie names the caller for `/library` and `/api/v1` only (the MCP endpoints read
+nothing but `Authorization`). Every state-changing request made with the cookie must carry a
+same-origin `Origin` header and the session's CSRF token (form field `csrf`, or header
+`X-CSRF-Token` for scripts); SameSite=Strict is a second lock, not the only one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from thoughtline.api.errors import ApiRefusal
+from thoughtline.identity import Principal, login_key, reset_principal, set_principal
+from thoughtline.oauth.urls import public_origin
+from thoughtline.pages.session import COOKIE, Session, Sessions
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+CSRF_FIELD = "csrf"
+CSRF_HEADER = "x-csrf-token"
+
+Page = Callable[[Request, Session], Awaitable[Response]]
+
+
+@dataclass(frozen=True)
+class CookieAuth:
+    """Reads the session cookie and checks the origin and CSRF token of writes made with it."""
+
+    sessions: Sessions
+    public_url: str | None
+    allowed_logins: tuple[str, ...] = ()
+
+    def session(self, request: Request) -> Session | None:
+        """The live session the request's cookie carries, if any.
+
+        A GitHub session ends as soon as its login leaves ALLOWED_GITHUB_LOGIN, as the account's
+        OAuth tokens do; the owner's link session has no login and only its expiry.
+        """
+        session = self.sessions.from_cookie(request.cookies.get(COOKIE))
+        if session is None or session.login is None:
+            return session
+        return session if login_key(session.login) in {login_key(a) for a in self.allowed_logins} else None
+
+    def same_origin(self, request: Request) -> bool:
+        """Whether the request's Origin header is exactly our own origin (absent counts as foreign)."""
+        origin = request.headers.get("origin")
+        return origin is not None and origin.rstrip("/").lower() == public_origin(request, self.public_url)
+
+    async def write_refusal(self, request: Request, session: Session) -> str | None:
+        """Why a state-changing request may not proceed, or None when its origin and token check out."""
+        if not self.same_origin(request):
+            return "csrf_refused: this change was sent from another site (its Origin is not this server's)."
+        sent = request.headers.get(CSRF_HEADER)
+        if sent is None and request.headers.get("content-type", "").startswith(
+            ("application/x-www-form-urlencoded", "multipart/form-data")
+        ):
+            value = (await request.form()).get(CSRF_FIELD)
+            sent = value if isinstance(value, str) else None
+        if not session.csrf_matches(sent):
+            return "csrf_refused: the form's security token is missing or belongs to another session; reload the page."
+        return None
+
+    def api_authenticator(self) -> Callable[[Request], Awaitable[Principal | None]]:
+        """The API's cookie door: the session's principal, with the same checks on every change."""
+
+        async def identify(request: Request) -> Principal | None:
+            session = self.session(request)
+            if session is None:
+                return None
+            if request.method not in SAFE_METHODS:
+                refusal = await self.write_refusal(request, session)
+                if refusal is not None:
+                    code, _, message = refusal.partition(": ")
+                    raise ApiRefusal(403, code, message)
+            return session.principal()
+
+        return identify
+
+
+async def as_session(session: Session, run: Callable[[], Awaitable[Response]]) -> Response:
+    """Run `run` with the session's principal bound, as the bearer door binds a token's."""
+    token = set_principal(session.principal())
+    try:
+        return await run()
+    finally:
+        reset_principal(token)

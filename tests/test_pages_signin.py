@@ -1,0 +1,271 @@
+"""Signing in to the library over real HTTP: one-time links, the session cookie, CSRF and Origin.
+
+The app is the production wiring (`create_app`); the clock is moved by hand for expiry. These are
+the rules a browser relies on; tests/test_pages_browser.py walks the same doors in Chromium.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+
+from tests.oauth_support import running_stack, sign_in
+from tests.pages_support import Library, running_library
+from tests.support import start_child, stop_child
+from thoughtline.pages.session import COOKIE
+
+pytestmark = pytest.mark.anyio
+
+CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+async def signed_in(library: Library, http: httpx.AsyncClient) -> str:
+    """Follow a fresh link; returns the page's CSRF token."""
+    response = await http.get(library.link())
+    assert response.status_code == 303
+    assert response.headers["location"] == "/library"
+    page = await http.get(library.url + "/library")
+    assert page.status_code == 200
+    match = CSRF.search(page.text)
+    assert match
+    return match.group(1)
+
+
+async def test_a_link_signs_in_once_with_a_strict_httponly_cookie(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        link = library.link()
+        first = await http.get(link)
+        cookie = first.headers["set-cookie"]
+        assert first.status_code == 303
+        assert first.headers["location"] == "/library"
+        assert COOKIE in cookie
+        assert "HttpOnly" in cookie
+        assert "SameSite=strict" in cookie
+        async with httpx.AsyncClient() as other:
+            again = await other.get(link)
+        assert again.status_code == 410
+        assert "already used" in again.text
+        assert "set-cookie" not in again.headers
+
+
+async def test_an_expired_or_altered_link_is_refused(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        link = library.link()
+        library.clock.advance(61)
+        expired = await http.get(link)
+        assert expired.status_code == 410
+        assert "expired" in expired.text
+        altered = await http.get(library.link()[:-3] + "abc")
+        assert altered.status_code == 400
+        assert "not valid" in altered.text
+        assert COOKIE not in http.cookies
+
+
+async def test_without_a_session_the_pages_send_you_to_sign_in(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        page = await http.get(library.url + "/library")
+        assert page.status_code == 303
+        assert page.headers["location"] == "/library/signin"
+        signin = await http.get(library.url + "/library/signin")
+        assert signin.status_code == 401
+        assert "thoughtline open" in signin.text
+        write = await http.post(library.url + "/library/threads", data={"name": "x"}, headers={"origin": library.url})
+        assert write.status_code == 401
+
+
+async def test_the_session_cookie_never_opens_the_mcp_endpoints(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        await signed_in(library, http)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+        for path in ("/mcp", "/mcp-compat"):
+            response = await http.post(library.url + path, json=body, headers=headers)
+            assert response.status_code == 401, path
+
+
+async def test_a_change_needs_the_sessions_token_and_our_origin(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        csrf = await signed_in(library, http)
+        url = library.url + "/library/threads"
+        cases = {
+            # Another port of the same host passes the Host/Origin guard; only the session check stops it.
+            "another origin": ({"name": "a", "csrf": csrf}, {"origin": "http://127.0.0.1:9"}),
+            "no origin": ({"name": "b", "csrf": csrf}, {}),
+            "no token": ({"name": "c"}, {"origin": library.url}),
+            "wrong token": ({"name": "d", "csrf": "x" * 32}, {"origin": library.url}),
+        }
+        for case, (form, headers) in cases.items():
+            refused = await http.post(url, data=form, headers=headers)
+            assert refused.status_code == 403, case
+            assert "csrf_refused" in refused.text, case
+        threads = await http.get(url)
+        assert not re.search(r">(a|b|c|d)</a>", threads.text)
+        made = await http.post(url, data={"name": "ops/db <1>", "csrf": csrf}, headers={"origin": library.url})
+        assert made.status_code == 303
+        assert made.headers["location"] == "/library/threads/ops%2Fdb%20%3C1%3E"
+        shown = await http.get(library.url + made.headers["location"])
+        assert shown.status_code == 200
+        assert "<h1>ops/db &lt;1&gt;</h1>" in shown.text
+        renamed = await http.post(
+            library.url + "/library/threads/ops%2Fdb%20%3C1%3E/rename",
+            data={"newName": "ops", "csrf": csrf},
+            headers={"origin": library.url},
+        )
+        assert renamed.headers["location"] == "/library/threads/ops"
+
+
+async def test_sign_out_ends_the_session_even_for_a_kept_copy_of_the_cookie(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        csrf = await signed_in(library, http)
+        kept = http.cookies[COOKIE]
+        out = await http.post(library.url + "/library/signout", data={"csrf": csrf}, headers={"origin": library.url})
+        assert out.status_code == 200
+        assert "signed out" in out.text.lower()
+        async with httpx.AsyncClient(cookies={COOKIE: kept}) as thief:
+            replay = await thief.get(library.url + "/library")
+        assert replay.status_code == 303
+        assert replay.headers["location"] == "/library/signin"
+
+
+async def test_pages_carry_a_strict_policy_and_escape_thought_text(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        await signed_in(library, http)
+        for path in ("/library", f"/library/sequences/{library.ids['plan']}", "/library/threads/caching"):
+            page = await http.get(library.url + path)
+            policy = page.headers["content-security-policy"]
+            assert "frame-ancestors 'none'" in policy, path
+            assert "script-src 'self'" in policy, path
+            assert "unsafe-inline" not in policy, path
+            assert "http" not in policy, path
+            assert "<script>alert" not in page.text, path
+            assert page.text.count("<script") == page.text.count('<script type="application/json"') + 1, path
+
+
+async def test_thoughtline_open_prints_a_link_the_server_accepts(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        run = await anyio.to_thread.run_sync(
+            lambda: subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "thoughtline",
+                    "open",
+                    "--url",
+                    library.url,
+                    "--data-dir",
+                    str(library.settings.data_dir),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            )
+        )
+        link = run.stdout.strip().splitlines()[-1]
+        assert link.startswith(library.url + "/library/signin?link=")
+        assert (await http.get(link)).status_code == 303
+        assert (await http.get(library.url + "/library")).status_code == 200
+
+
+async def test_with_the_library_off_only_a_sequence_read_by_id_remains(tmp_path: Path) -> None:
+    async with running_library(tmp_path, library=False) as library, httpx.AsyncClient() as http:
+        await http.get(library.link())
+        assert (await http.get(library.url + f"/library/sequences/{library.ids['plan']}")).status_code == 200
+        for path in ("/library", "/library/threads", "/library/threads/caching", "/library/proposals"):
+            assert (await http.get(library.url + path)).status_code == 404, path
+
+
+async def test_the_api_knows_the_session_and_checks_its_changes_like_the_pages(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        csrf = await signed_in(library, http)
+        listed = await http.get(library.url + "/api/v1/sequences")
+        assert listed.status_code == 200
+        assert {s["sequenceId"] for s in listed.json()["sequences"]} == set(library.ids.values())
+        body = {"name": "from-api", "description": ""}
+        no_token = await http.post(library.url + "/api/v1/threads", json=body, headers={"origin": library.url})
+        assert no_token.status_code == 403
+        assert no_token.json()["error"] == "csrf_refused"
+        foreign = await http.post(
+            library.url + "/api/v1/threads", json=body, headers={"origin": "http://127.0.0.1:9", "x-csrf-token": csrf}
+        )
+        assert foreign.status_code == 403
+        assert foreign.json()["error"] == "csrf_refused"
+        made = await http.post(
+            library.url + "/api/v1/threads", json=body, headers={"origin": library.url, "x-csrf-token": csrf}
+        )
+        assert made.status_code == 201, made.text
+
+
+def test_make_serve_prints_a_sign_in_link_once_at_start(tmp_path: Path) -> None:
+    child = start_child(tmp_path / "data")
+    try:
+        links = [line.strip() for line in child.log().splitlines() if "/library/signin?link=" in line]
+        assert len(links) == 1, child.log()
+        assert links[0].startswith(child.base_url + "/library/signin?link=")
+        with httpx.Client() as http:
+            assert http.get(links[0]).status_code == 303
+            assert http.get(child.base_url + "/library").status_code == 200
+    finally:
+        stop_child(child)
+
+
+async def test_an_access_token_for_the_mcp_endpoints_does_not_open_the_api(tmp_path: Path) -> None:
+    async with running_stack(tmp_path) as stack, httpx.AsyncClient(base_url=stack.thoughtline.url) as http:
+        signed = await sign_in(stack, http)  # no resource: granted /mcp and /mcp-compat
+        mcp_token = {"authorization": f"Bearer {signed.tokens['access_token']}"}
+        refused = await http.get("/api/v1/sequences", headers=mcp_token)
+        assert refused.status_code == 401
+        assert refused.json()["error"] == "invalid_token"
+        static = {"authorization": f"Bearer {stack.settings.api_token}"}
+        assert (await http.get("/api/v1/sequences", headers=static)).status_code == 200
+
+
+async def test_github_sign_in_keeps_to_the_allowlist(tmp_path: Path) -> None:
+    async with running_stack(tmp_path) as stack, httpx.AsyncClient(follow_redirects=True) as http:
+        start = stack.thoughtline.url + "/library/signin/github"
+        stack.fake.sign_in_as(3003, "stranger")
+        refused = await http.post(start, headers={"origin": stack.thoughtline.url})
+        assert refused.status_code == 403
+        assert "Access denied" in refused.text
+        assert COOKIE not in http.cookies
+        foreign = await http.post(start, headers={"origin": "http://127.0.0.1:9"})
+        assert foreign.status_code == 403
+        assert not stack.fake.authorize_requests[1:]  # the foreign form never reached GitHub
+        stack.fake.sign_in_as(2002, "Friend")
+        allowed = await http.post(start, headers={"origin": stack.thoughtline.url})
+        assert allowed.status_code == 200
+        assert COOKIE in http.cookies
+        library = await http.get(stack.thoughtline.url + "/library")
+        assert "signed in as Friend" in library.text
+
+
+async def test_a_github_session_ends_when_its_login_leaves_the_allowlist(tmp_path: Path) -> None:
+    async with running_stack(tmp_path) as stack, httpx.AsyncClient(follow_redirects=True) as http:
+        stack.fake.sign_in_as(2002, "friend")
+        await http.post(stack.thoughtline.url + "/library/signin/github", headers={"origin": stack.thoughtline.url})
+        cookie = http.cookies[COOKIE]
+    async with running_stack(tmp_path, allowed=("owner-login",)) as later:  # the same data directory
+        async with httpx.AsyncClient(cookies={COOKIE: cookie}) as http:
+            page = await http.get(later.thoughtline.url + "/library")
+        assert page.status_code == 303
+        assert page.headers["location"] == "/library/signin"
+
+
+async def test_the_list_pages_on_with_the_apis_cursor(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        await signed_in(library, http)
+        first = await http.get(library.url + "/library?limit=2")
+        assert first.text.count('class="row"') == 2
+        older = re.search(r'href="(/library\?[^"]*cursor=[^"]+)">Older sequences', first.text)
+        assert older
+        rest = await http.get(library.url + older.group(1).replace("&amp;", "&"))
+        assert rest.text.count('class="row"') == 1
+        assert "Older sequences" not in rest.text
+        shown = re.findall(r'href="/library/sequences/(seq_[0-9a-f]+)"', first.text + rest.text)
+        assert sorted(shown) == sorted(library.ids.values())
