@@ -10,14 +10,15 @@ from __future__ import annotations
 import secrets
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import Response
 
 from thoughtline.oauth.cimd import CimdError
-from thoughtline.oauth.context import CSRF_COOKIE, SIGNIN_COOKIE, DoorContext
+from thoughtline.oauth.context import CSRF_COOKIE, DoorContext
+from thoughtline.oauth.github_leg import redirect_to_github
 from thoughtline.oauth.pages import consent_page, error_page
 from thoughtline.oauth.provider import PENDING_TTL_SECONDS
-from thoughtline.oauth.signing import CSRF, GITHUB_STATE, PENDING, InvalidSignedValue, digest, same
-from thoughtline.oauth.urls import CALLBACK_PATH, CONSENT_PATH, granted_resources, origin_of
+from thoughtline.oauth.signing import CSRF, PENDING, InvalidSignedValue, digest, same
+from thoughtline.oauth.urls import CONSENT_PATH, granted_resources, origin_of
 
 RESTART = "Go back to the app you are connecting and start the connection again."
 
@@ -96,20 +97,6 @@ async def submit_consent(ctx: DoorContext, request: Request) -> Response:
             request, pending, error="access_denied", error_description="the user declined"
         )
     else:
-        browser = secrets.token_urlsafe(24)
-        state = signer.dumps(GITHUB_STATE, {"p": pending, "b": digest(browser)}, PENDING_TTL_SECONDS)
-        target = await ctx.github.authorize_url(ctx.callback_url(request), state)
-        response = RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})
-        # Binds the GitHub round trip to this browser: a callback URL replayed elsewhere fails
-        # (login CSRF, RFC 6749 §10.12). SameSite=Lax is sent on GitHub's top-level redirect back.
-        response.set_cookie(
-            SIGNIN_COOKIE,
-            browser,
-            max_age=int(PENDING_TTL_SECONDS),
-            path=CALLBACK_PATH,
-            httponly=True,
-            samesite="lax",
-            secure=ctx.secure_cookies(request),
-        )
+        response = await redirect_to_github(ctx, request, pending)
     response.delete_cookie(CSRF_COOKIE, path=CONSENT_PATH)
     return response

@@ -8,16 +8,13 @@ account's store key to the pages, which start a session (pages/signin.py).
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import Response
 
-from thoughtline.oauth.context import SIGNIN_COOKIE, DoorContext
-from thoughtline.oauth.provider import PENDING_TTL_SECONDS
-from thoughtline.oauth.signing import GITHUB_STATE, digest
-from thoughtline.oauth.urls import CALLBACK_PATH
+from thoughtline.oauth.context import DoorContext
+from thoughtline.oauth.github_leg import redirect_to_github
 
 LibrarySignedIn = Callable[[Request, str, str], Awaitable[Response]]
 """`(request, user_key, login) -> response`: start a library session for a checked GitHub account."""
@@ -27,22 +24,7 @@ LIBRARY_MARK = "library"
 
 async def start_library_sign_in(ctx: DoorContext, request: Request) -> Response:
     """Send the browser to GitHub for a library sign-in (the caller has checked the form's origin)."""
-    signer = await ctx.provider.signer()
-    browser = secrets.token_urlsafe(24)
-    state = signer.dumps(GITHUB_STATE, {"p": {LIBRARY_MARK: True}, "b": digest(browser)}, PENDING_TTL_SECONDS)
-    target = await ctx.github.authorize_url(ctx.callback_url(request), state)
-    response = RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})
-    # Binds the GitHub round trip to this browser (login CSRF, RFC 6749 §10.12), as consent.py does.
-    response.set_cookie(
-        SIGNIN_COOKIE,
-        browser,
-        max_age=int(PENDING_TTL_SECONDS),
-        path=CALLBACK_PATH,
-        httponly=True,
-        samesite="lax",
-        secure=ctx.secure_cookies(request),
-    )
-    return response
+    return await redirect_to_github(ctx, request, {LIBRARY_MARK: True})
 
 
 def is_library_sign_in(pending: dict[str, object]) -> bool:
