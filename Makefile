@@ -79,6 +79,7 @@ bench: $(DEV_STAMP)
 
 eval: $(STAMP)
 	$(BIN)/python -m bench.eval_reasoning --splits dev,test --locomo
+	$(BIN)/python -m bench.eval_related --splits train,dev,test
 	$(BIN)/python -m bench.eval_threads
 
 eval-threads: $(STAMP)

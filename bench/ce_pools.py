@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.embed_cache import cached_embedder, model_tag
-from bench.eval_reasoning import build, load_split
+from bench.eval_reasoning import build
 from bench.ranker_data import shards
+from bench.replay import load_split
 from thoughtline.library.dense import DenseIndex
 from thoughtline.library.retrieval import Tuning, hybrid_search
 from thoughtline.storage.db import connect

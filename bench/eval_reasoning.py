@@ -1,10 +1,10 @@
 """Search evaluation on the reasoning set (bench/data/reasoning): recall@5/@10, MRR and abstention.
 
-Each split is written into its own real store through the real tool registry (StoreRouter +
-ToolRegistry + Library, as a signed-in principal), embedded, then every question is searched
-once, and three orders are read from its pool: the keyword side's, the vector side's and the
-hybrid's (what `search_thoughts` ships). `--alternatives` sends each question with the
-agent-written alternatives of bench/data/agent-queries/<split>.json, as an agent would.
+Each split is written into its own real store through the real tool registry, as a signed-in
+principal (`bench/replay.py`), embedded, then every question is searched once, and three orders
+are read from its pool: the keyword side's, the vector side's and the hybrid's (what
+`search_thoughts` ships). `--alternatives` sends each question with the agent-written
+alternatives of bench/data/agent-queries/<split>.json, as an agent would.
 Ranking metrics are taken on the ranking itself (as if abstention were off); abstention is
 reported beside them: the share of never-stored questions that abstain (clearly foreign `absent`
 and near-miss `absent_near` apart), and the share of answerable ones that do. Sequence recall@5:
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import glob
 import hashlib
 import json
 import shutil
@@ -35,36 +34,22 @@ from typing import Any
 import apsw
 
 from bench.embed_cache import cached_embedder, model_tag
+from bench.replay import load_split, oldest_first, replaying, write_sequence
 from thoughtline.domain.vector_keys import chunk_texts
-from thoughtline.identity import Principal, reset_principal, set_principal
 from thoughtline.library import pipeline, vectors
 from thoughtline.library.dense import DenseIndex
 from thoughtline.library.embed import Embedder
 from thoughtline.library.query import build_query
 from thoughtline.library.search_types import Scope, Tuning
 from thoughtline.mcp.library_tools import Library
-from thoughtline.mcp.tools import ToolRegistry, core_tools
 from thoughtline.storage.db import connect
-from thoughtline.storage.router import StoreRouter, store_path
+from thoughtline.storage.router import store_path
 
-DATA = Path(__file__).resolve().parent / "data" / "reasoning"
 AGENT_QUERIES = Path(__file__).resolve().parent / "data" / "agent-queries"
 MODES = ("keyword", "vector", "hybrid")
 ABSENT = ("absent", "absent_near")
 USER = "eval"
-NOW = 1_775_000_000.0
-# Fields of a dataset thought that `sequentialthinking` takes as they are.
-PASSED = ("thoughtNumber", "totalThoughts", "nextThoughtNeeded", "branchId", "branchFromThought",
-          "branchFromBranchId", "isRevision", "revisesThought", "needsMoreThoughts")  # fmt: skip
 STATUS_ACTION = {"paused": "pause", "abandoned": "abandon", "active": "resume"}
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.t = NOW
-
-    def now(self) -> float:
-        return self.t
 
 
 @dataclass(frozen=True)
@@ -88,77 +73,23 @@ class Built:
     questions: list[Question]
 
 
-def write_order(thoughts: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The thoughts in file order, except that a branch waits until its branch point is on the main path.
-
-    (A writer may list a branch before the step it forks from; the tool rightly refuses that.)
-    """
-    out: list[Mapping[str, Any]] = []
-    waiting: list[Mapping[str, Any]] = []
-    main: set[int] = set()
-    for thought in thoughts:
-        if thought.get("branchId") and thought.get("branchFromThought") not in main:
-            waiting.append(thought)
-            continue
-        out.append(thought)
-        if not thought.get("branchId"):
-            main.add(int(thought["thoughtNumber"]))
-            ready = [w for w in waiting if w.get("branchFromThought") in main]
-            out.extend(ready)
-            waiting = [w for w in waiting if w not in ready]
-    return out + waiting
-
-
 async def _write_split(data: Mapping[str, Any], data_dir: Path) -> dict[str, int]:
     """Write every sequence through the tools; map dataset thought id -> store thought id."""
-    clock = _Clock()
-    router = StoreRouter(data_dir, "wal", clock)
-    # No embedder is ever created (no search runs here), so writes queue their vectors.
-    library = Library()
-    router.on_open.append(library.attach)
-    registry = ToolRegistry([*core_tools(), *library.tools(True)], router, clock)
-    token = set_principal(Principal(user_key=USER, via="token"))
     written: list[str] = []
-    try:
-        for seq in sorted(data["sequences"], key=lambda s: -float(s.get("daysAgo", 0))):
-            clock.t = NOW - float(seq.get("daysAgo", 0)) * 86_400
+    # No embedder is ever created (no search runs here), so writes queue their vectors.
+    async with replaying(data_dir, USER, Library()) as run:
+        for seq in oldest_first(data):
+            run.clock.written(seq)
             sequence_id: str | None = None
-            for thought in write_order(seq["thoughts"]):
-                args: dict[str, Any] = {"thought": thought["thought"]}
-                args.update({k: thought[k] for k in PASSED if k in thought})
-                if sequence_id is not None:
-                    args["sequenceId"] = sequence_id
-                result = await registry.call("sequentialthinking", args)
-                if result.is_error or not isinstance(result.structured_content, dict):
-                    raise RuntimeError(f"writing {thought['id']} failed: {result.content}")
-                sequence_id = str(result.structured_content["sequenceId"])
+            async for thought, out in write_sequence(run.registry, seq):
+                sequence_id = str(out["sequenceId"])
                 written.append(str(thought["id"]))
-                clock.t += 60
+                run.clock.t += 60
             action = STATUS_ACTION.get(str(seq.get("status")))
             if action and sequence_id:
-                await registry.call("manage_sequence", {"action": action, "sequenceId": sequence_id})
-    finally:
-        reset_principal(token)
-        await library.idle()
-        await router.close_all()
+                await run.registry.call("manage_sequence", {"action": action, "sequenceId": sequence_id})
     # A fresh store numbers thoughts in write order.
     return {tid: row for row, tid in enumerate(written, start=1)}
-
-
-def load_split(spec: str) -> dict[str, Any]:
-    """A split by name, or every part file matching a glob merged into one split (ids are unique per part)."""
-    if "/" not in spec and not spec.endswith(".json"):
-        loaded: dict[str, Any] = json.loads((DATA / f"{spec}.json").read_text())
-        return loaded
-    paths = sorted(glob.glob(spec))
-    if not paths:
-        raise SystemExit(f"no split file matches {spec!r}: give a split name or a path to JSON parts")
-    parts = [json.loads(Path(p).read_text()) for p in paths]
-    merged: dict[str, Any] = {"split": parts[0].get("split", "parts"), "topics": [], "sequences": [], "questions": []}
-    for part in parts:
-        for key in ("topics", "sequences", "questions"):
-            merged[key].extend(part.get(key, []))
-    return merged
 
 
 def load_alternatives(split: str) -> dict[str, tuple[str, ...]]:

@@ -1,7 +1,7 @@
 """Related earlier reasoning on open (SPEC §5.4), replayed: what a new sequence's second thought names.
 
 Each split of bench/data/reasoning is written in its written order (oldest `daysAgo` first)
-through the real tool registry (`core_tools` + `Library`, as a signed-in principal), with
+through the real tool registry (`bench/replay.py`, as a signed-in principal), with
 background work on (the agent pauses between thoughts, so after-commit work finishes) or off
 (Lambda). The suggestions are collected at threshold 0 (the best three, whatever their share),
 so every threshold is scored from one replay. A suggestion is right when it shares a topic with
@@ -24,26 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.eval_reasoning import NOW, PASSED, load_split, write_order
-from thoughtline.identity import Principal, reset_principal, set_principal
+from bench.replay import load_split, oldest_first, replaying, write_sequence
 from thoughtline.library.related import LIMIT, THRESHOLD
 from thoughtline.library.related_open import RelatedOnOpen
 from thoughtline.mcp.library_tools import Library
-from thoughtline.mcp.tools import ToolRegistry, core_tools
-from thoughtline.storage.router import StoreRouter
 
 USER = "eval-related"
 GRID = [round(0.10 + 0.01 * i, 2) for i in range(31)]
 # Calibration: the lowest threshold whose precision reaches this on train and on dev alike.
 PRECISION_GOAL = 0.95
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.t = NOW
-
-    def now(self) -> float:
-        return self.t
 
 
 @dataclass(frozen=True)
@@ -57,45 +46,27 @@ class Opening:
 
 async def replay(data: Mapping[str, Any], data_dir: Path, background: bool) -> list[Opening]:
     """Write every sequence in written order; collect the related block of each sequence's second thought."""
-    clock = _Clock()
-    router = StoreRouter(data_dir, "wal", clock)
     library = Library(background=background, related=RelatedOnOpen(background=background, threshold=0.0))
-    router.on_open.append(library.attach)
-    router.on_close.append(library.detach)
-    registry = ToolRegistry([*core_tools(related=library.related), *library.tools(True)], router, clock)
-    token = set_principal(Principal(user_key=USER, via="token"))
     topics: dict[str, set[str]] = {}
     by_public: dict[str, str] = {}
     openings: list[Opening] = []
-    try:
-        for seq in sorted(data["sequences"], key=lambda s: -float(s.get("daysAgo", 0))):
-            clock.t = NOW - float(seq.get("daysAgo", 0)) * 86_400
+    async with replaying(data_dir, USER, library, related=True) as run:
+        for seq in oldest_first(data):
+            run.clock.written(seq)
             mine = set(seq["topics"])
             before = frozenset(other for other, theirs in topics.items() if theirs & mine)
             sequence_id: str | None = None
             suggested: list[tuple[str, float]] = []
-            for thought in write_order(seq["thoughts"]):
-                args: dict[str, Any] = {"thought": thought["thought"]}
-                args.update({k: thought[k] for k in PASSED if k in thought})
-                if sequence_id is not None:
-                    args["sequenceId"] = sequence_id
-                result = await registry.call("sequentialthinking", args)
-                out = result.structured_content
-                if result.is_error or not isinstance(out, dict):
-                    raise RuntimeError(f"writing {thought['id']} failed: {result.content}")
+            async for _, out in write_sequence(run.registry, seq):
                 sequence_id = str(out["sequenceId"])
                 for item in out.get("related", []):
                     suggested.append((by_public[item["sequenceId"]], float(item["similarity"])))
-                clock.t += 60
+                run.clock.t += 60
                 await library.idle()  # the agent thinks between two calls: after-commit work is done
             if sequence_id is not None:
                 by_public[sequence_id] = str(seq["id"])
             topics[str(seq["id"])] = mine
             openings.append(Opening(str(seq["id"]), suggested, before))
-    finally:
-        reset_principal(token)
-        await library.close()
-        await router.close_all()
     return openings
 
 

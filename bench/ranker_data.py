@@ -1,6 +1,6 @@
 """The training data of the search ranker and abstention model: one pool per question of a split.
 
-Each question of a split (`eval_reasoning.load_split`: a name or a glob of parts) is searched in
+Each question of a split (`replay.load_split`: a name or a glob of parts) is searched in
 that split's own store, and its pool's candidate features, answer flags and query features are
 kept. Topic ablation asks a topic's answerable questions of the split without that topic: an
 in-domain question about something absent whose near-miss neighbours stay.
@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.eval_reasoning import build, load_alternatives, load_split
+from bench.eval_reasoning import build, load_alternatives
+from bench.replay import load_split
 from thoughtline.library import ranker
 from thoughtline.library.dense import DenseIndex
 from thoughtline.library.embed import Embedder

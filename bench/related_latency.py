@@ -21,39 +21,28 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.eval_reasoning import NOW, PASSED, load_split, write_order
+from bench.replay import Clock, load_split, oldest_first, write_sequence
 from thoughtline.identity import Principal, reset_principal, set_principal
 from thoughtline.mcp.library_tools import Library
 from thoughtline.mcp.tools import ToolRegistry, core_tools
 from thoughtline.storage.router import StoreRouter
 
 
-class _Clock:
-    def now(self) -> float:
-        return NOW
-
-
 async def _fill(registry: ToolRegistry, data: dict[str, Any]) -> None:
-    for seq in sorted(data["sequences"], key=lambda s: -float(s.get("daysAgo", 0))):
-        sequence_id: str | None = None
-        for thought in write_order(seq["thoughts"]):
-            args: dict[str, Any] = {"thought": thought["thought"], **{k: thought[k] for k in PASSED if k in thought}}
-            if sequence_id is not None:
-                args["sequenceId"] = sequence_id
-            result = await registry.call("sequentialthinking", args)
-            assert isinstance(result.structured_content, dict), result.content
-            sequence_id = str(result.structured_content["sequenceId"])
+    for seq in oldest_first(data):
+        async for _ in write_sequence(registry, seq):
+            pass
 
 
 async def measure(split: str, openings: int, data_dir: Path) -> dict[str, dict[str, float]]:
     """Median and p90 (ms) of first and second thoughts, with related on and off."""
-    router = StoreRouter(data_dir, "wal", _Clock())
+    router = StoreRouter(data_dir, "wal", Clock())
     library = Library(background=True)
     router.on_open.append(library.attach)
     router.on_close.append(library.detach)
-    registries = {"off": ToolRegistry(core_tools(), router, _Clock())}
+    registries = {"off": ToolRegistry(core_tools(), router, Clock())}
     if hasattr(library, "related"):
-        registries["on"] = ToolRegistry(core_tools(related=library.related), router, _Clock())
+        registries["on"] = ToolRegistry(core_tools(related=library.related), router, Clock())
     token = set_principal(Principal(user_key="related-latency", via="token"))
     kinds = ("first", "second", "first cpu", "second cpu")
     samples: dict[str, dict[str, list[float]]] = {k: {kind: [] for kind in kinds} for k in registries}

@@ -29,7 +29,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bench.embed_cache import cached_embedder, model_tag
-from bench.eval_reasoning import Question, build, load_split
+from bench.eval_reasoning import Question, build
+from bench.replay import load_split
 from thoughtline.library.dense import DenseIndex
 from thoughtline.library.retrieval import Tuning, hybrid_search
 from thoughtline.storage.db import connect

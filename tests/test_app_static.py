@@ -94,12 +94,12 @@ def test_the_resource_declares_no_outside_domains() -> None:
     assert ui["prefersBorder"] is True
 
 
-def test_the_loader_serves_the_repository_copy_with_the_shared_renderer_inlined() -> None:
+def test_the_loader_serves_the_repository_copy_with_the_shared_theme_and_renderer_inlined() -> None:
     ui = Path(__file__).resolve().parents[1] / "ui"
     served = load_process_html()
     assert "/*@thoughtline:" not in served
-    assert ui.joinpath("render.js").read_text(encoding="utf-8").strip() in served
-    assert ui.joinpath("process.css").read_text(encoding="utf-8").strip() in served
+    for shared in ("theme.css", "render.js", "process.css"):
+        assert ui.joinpath(shared).read_text(encoding="utf-8").strip() in served, shared
     before, _, after = ui.joinpath("process.html").read_text(encoding="utf-8").partition("/*@thoughtline:render.js*/")
-    assert served.startswith(before.split("/*@thoughtline:process.css*/")[0])
+    assert served.startswith(before.split("/*@thoughtline:")[0])
     assert served.endswith(after)

@@ -97,6 +97,7 @@ SAMPLES = {
     "K_SERVICE": "thoughtline",
     "THOUGHTLINE_MAX_OPEN_STORES": "64",
     "THOUGHTLINE_INDEX_MEMORY_MB": "96",
+    "THOUGHTLINE_RELATED_MEMORY_MB": "16",
     "THOUGHTLINE_MALLOC_ARENAS": "0",
 }
 # Settings fields no environment variable sets (tests and embedding code pass them directly).

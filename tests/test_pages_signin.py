@@ -147,6 +147,23 @@ async def test_pages_carry_a_strict_policy_and_escape_thought_text(tmp_path: Pat
             assert page.text.count("<script") == page.text.count('<script type="application/json"') + 1, path
 
 
+def stylesheet_parts() -> str:
+    """What the pages' one stylesheet should be: the App's theme and process styles, then the pages' own."""
+    ui = Path(__file__).resolve().parents[1] / "ui"
+    names = ("theme.css", "process.css", "library.css")
+    return "\n".join(ui.joinpath(name).read_text(encoding="utf-8") for name in names)
+
+
+async def test_the_pages_stylesheet_is_the_apps_theme_and_process_styles_then_their_own(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        await signed_in(library, http)
+        page = await http.get(library.url + "/library")
+        sheet = await http.get(library.url + "/library/assets/library.css")
+    assert "<style" not in page.text
+    assert sheet.headers["content-type"] == "text/css; charset=utf-8"
+    assert sheet.text == stylesheet_parts()
+
+
 async def test_thoughtline_open_prints_a_link_the_server_accepts(tmp_path: Path) -> None:
     async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
         run = await anyio.to_thread.run_sync(

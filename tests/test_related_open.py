@@ -11,29 +11,12 @@ from mcp import Client
 
 from tests.oauth_support import TOKEN as OWNER_TOKEN
 from tests.oauth_support import running_stack, sign_in
+from tests.related_notes import BREAD, LEAK, OPENING, UNRELATED
 from tests.support import TOKEN, mcp_client, serve_in_thread, structured, text
 from thoughtline.config import Settings
 from thoughtline.web.app import create_app
 
 pytestmark = pytest.mark.anyio
-
-LEAK = [
-    "bellhop-worker pods restarted 14 times in five days: OOMKilled, exit code 137, limit 512Mi.",
-    "Took two heap snapshots of bellhop ten minutes apart; the retained size grows in the webhook retry map.",
-    "Fix: bound the bellhop retry map with an LRU and drop entries after the third retry.",
-]
-BREAD = [
-    "Loaf #3 of the sourdough came out dense: gummy crumb, big tunnels under the crust.",
-    "The starter doubled in 6 hours at 24 C; bulk fermentation needs to run longer in the cold kitchen.",
-]
-OPENING = [
-    "bellhop is getting OOMKilled again after the deploy, same 512Mi limit.",
-    "Before guessing, take heap snapshots of the bellhop worker and compare the retry map size.",
-]
-UNRELATED = [
-    "Choosing paint for the hallway: the north light makes warm whites look grey.",
-    "Testing three sample pots on the wall by the stairs over a week of mornings and evenings.",
-]
 
 
 async def write(client: Client, thoughts: list[str], *, final: bool = True) -> list[dict[str, Any]]:

@@ -48,6 +48,18 @@ def test_folding_twice_changes_nothing_and_forgetting_drops_every_posting() -> N
     assert index.keys == {"seq_1": 1}
 
 
+def test_a_word_is_held_once_however_many_sequences_use_it_and_the_estimate_follows_what_is_held() -> None:
+    index = index_of({1: ["alpha beta"], 2: ["beta gamma"], 3: ["beta"]})
+    betas = [next(w for w in index.terms_of[k] if w == "beta") for k in (1, 2, 3)]
+    assert betas[0] is betas[1] is betas[2]
+    grown = index.nbytes
+    index.fold([(4, 3, "seq_3", "delta")])
+    assert index.nbytes > grown > 0
+    for key in (1, 2, 3):
+        index.forget(key)
+    assert (index.postings, index.nbytes) == ({}, 0)
+
+
 WORDS = st.sampled_from([f"w{i}" for i in range(25)])
 
 

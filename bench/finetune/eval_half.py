@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.embed_cache import cached_embedder, model_tag
-from bench.eval_reasoning import DATA, build, run_questions, summarise
+from bench.eval_reasoning import build, run_questions, summarise
 from bench.finetune.pairs import DEV_HALVES
+from bench.replay import DATA
 from thoughtline.storage.db import connect
 
 

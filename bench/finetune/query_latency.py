@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.eval_reasoning import DATA
+from bench.replay import DATA
 from thoughtline.library.embed import MiniLMEmbedder
 
 

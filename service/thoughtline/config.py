@@ -23,6 +23,9 @@ DEFAULT_MAX_OPEN_STORES = 256
 DEFAULT_MALLOC_ARENAS = 2
 # All open stores' in-memory search indexes together (MB of 2^20 bytes); a 100k-thought store's is ~96.
 DEFAULT_INDEX_MEMORY_MB = 256
+# All open stores' word indexes for related earlier reasoning together (MB of 2^20 bytes); a
+# 5k-thought store's is ~16 by its estimate, and MAX_SEQUENCES keeps any store's below ~36.
+DEFAULT_RELATED_MEMORY_MB = 64
 
 Journal = Literal["wal", "truncate"]
 
@@ -91,6 +94,7 @@ class Settings:
     idle_store_seconds: float = 300.0
     max_open_stores: int = DEFAULT_MAX_OPEN_STORES
     index_memory_mb: int = DEFAULT_INDEX_MEMORY_MB
+    related_memory_mb: int = DEFAULT_RELATED_MEMORY_MB
     malloc_arenas: int = DEFAULT_MALLOC_ARENAS
     log_level: str = "info"
     thread_dormant_days: float = 14.0
@@ -188,6 +192,7 @@ class Settings:
             max_body_bytes=_int(environ, "THOUGHTLINE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1024),
             max_open_stores=_int(environ, "THOUGHTLINE_MAX_OPEN_STORES", DEFAULT_MAX_OPEN_STORES, minimum=1),
             index_memory_mb=_int(environ, "THOUGHTLINE_INDEX_MEMORY_MB", DEFAULT_INDEX_MEMORY_MB, minimum=1),
+            related_memory_mb=_int(environ, "THOUGHTLINE_RELATED_MEMORY_MB", DEFAULT_RELATED_MEMORY_MB, minimum=1),
             malloc_arenas=_int(environ, "THOUGHTLINE_MALLOC_ARENAS", DEFAULT_MALLOC_ARENAS),
             log_level=environ.get("THOUGHTLINE_LOG_LEVEL", "").strip().lower() or "info",
             thread_dormant_days=dormant,

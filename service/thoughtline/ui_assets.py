@@ -1,4 +1,4 @@
-"""The files under `ui/`: the App card, the shared process renderer and its styles, the pages' assets.
+"""The files under `ui/`: the App card, the shared theme, process renderer and styles, the pages' assets.
 
 A wheel carries a copy of `ui/` at `thoughtline/_ui/` (pyproject force-includes the folder); an
 editable install has no such copy, so the loader falls back to the repository's folder.
@@ -34,6 +34,6 @@ def ui_file(name: str) -> str:
 
 def inline_parts(html: str) -> str:
     """`html` with each `/*@thoughtline:<file>*/` marker replaced by that ui/ file's text."""
-    for name in ("render.js", "process.css"):
+    for name in ("render.js", "theme.css", "process.css"):
         html = html.replace(f"/*@thoughtline:{name}*/", ui_file(name).rstrip("\n"))
     return html

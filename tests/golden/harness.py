@@ -92,11 +92,12 @@ class LibraryHarness:
 
 @asynccontextmanager
 async def library_harness(
-    data_dir: Path, embedder: Embedder, discovery: bool = True, **library_options: Any
+    data_dir: Path, embedder: Embedder, discovery: bool = True, suggest: bool = False, **library_options: Any
 ) -> AsyncIterator[LibraryHarness]:
     """A harness whose stores live in `data_dir`; closes every store at the end.
 
-    `library_options` go to `Library` (e.g. `background=False`, as on Lambda).
+    `library_options` go to `Library` (e.g. `background=False`, as on Lambda); `suggest` turns on
+    related earlier reasoning on the write tool (`library.related`), as the server has it.
     """
     clock = FixedClock()
     typed_clock: Clock = clock
@@ -104,7 +105,8 @@ async def library_harness(
     library = Library(lambda: embedder, **library_options)
     router.on_open.append(library.attach)
     router.on_close.append(library.detach)
-    registry = ToolRegistry([*core_tools(), *library.tools(discovery)], router, typed_clock)
+    tools = core_tools(related=library.related if suggest else None)
+    registry = ToolRegistry([*tools, *library.tools(discovery)], router, typed_clock)
     try:
         yield LibraryHarness(registry, router, library, clock)
     finally:

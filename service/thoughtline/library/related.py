@@ -9,7 +9,8 @@ MiniLM cosines of the first thought and gained nothing from adding them, so the 
 no vector and no model: it is there on a fresh Lambda as on a laptop.
 
 `TermIndex` is the in-memory form of that evidence for one store: each sequence's words and each
-word's sequences, folded in thought id order (`library/related_open.py` decides when).
+word's sequences, folded in thought id order (`library/related_open.py` decides when, and how
+many stores' indexes stay in memory, by their `nbytes`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ OPENING_THOUGHTS = 2
 MAX_SEQUENCES = 2_000
 # A sequence's words beyond this many are not indexed (bounds memory on very long sequences).
 MAX_TERMS_PER_SEQUENCE = 600
+# What an index holds, estimated from its counts, a little above what tracemalloc measures (CPython
+# 3.11, 64-bit; the reasoning set folded at 1k, 5k and 100k thoughts: 3.4, 13.1 and 34.2 MB against
+# estimates of 4.2, 16.4 and 35.4; `bench/related_memory.py`). A (sequence, word) entry is a slot
+# in the sequence's word set and one in the word's posting set; a word is its string, its vocabulary
+# and postings entries and its posting set; a sequence is its word set and its keys.
+ENTRY_BYTES = 160
+WORD_BYTES = 300
+SEQUENCE_BYTES = 1_500
 
 
 def terms(text: str) -> set[str]:
@@ -61,7 +70,8 @@ class TermIndex:
 
     Folding is idempotent (sets), so folding a thought twice changes nothing; `folded_to` is the
     highest thought id folded so far, and every lower id has been folded too. `keys` maps each
-    indexed sequence's public id to its rowid.
+    indexed sequence's public id to its rowid. Each word is held once, however many sequences
+    use it (`_vocab` hands every fold the string already held).
     """
 
     max_sequences: int = MAX_SEQUENCES
@@ -70,6 +80,13 @@ class TermIndex:
     keys: dict[str, int] = field(default_factory=dict)
     folded_to: int = 0
     _names: dict[int, str] = field(default_factory=dict)
+    _vocab: dict[str, str] = field(default_factory=dict)
+    _entries: int = 0  # (sequence, word) pairs in `postings`
+
+    @property
+    def nbytes(self) -> int:
+        """An estimate of the memory the index holds (see ENTRY_BYTES)."""
+        return self._entries * ENTRY_BYTES + len(self.postings) * WORD_BYTES + len(self.terms_of) * SEQUENCE_BYTES
 
     def add(self, key: int, sequence_id: str, text: str) -> None:
         """Fold one thought's text into sequence `key` (does not move `folded_to`)."""
@@ -80,12 +97,17 @@ class TermIndex:
             if len(self.terms_of) > self.max_sequences:
                 self.forget(min(self.terms_of))
         room = MAX_TERMS_PER_SEQUENCE - len(mine)
+        vocab = self._vocab
         for word in terms(text):
             if room <= 0:
                 break
             if word not in mine:
+                word = vocab.setdefault(word, word)
                 mine.add(word)
-                self.postings.setdefault(word, set()).add(key)
+                holders = self.postings.setdefault(word, set())
+                if key not in holders:
+                    holders.add(key)
+                    self._entries += 1
                 room -= 1
 
     def fold(self, rows: Iterable[Folded]) -> None:
@@ -99,10 +121,12 @@ class TermIndex:
         self.keys.pop(self._names.pop(key, ""), None)
         for word in self.terms_of.pop(key, set()):
             holders = self.postings.get(word)
-            if holders is not None:
+            if holders is not None and key in holders:
                 holders.discard(key)
+                self._entries -= 1
                 if not holders:
                     del self.postings[word]
+                    del self._vocab[word]
 
     def shares(self, key: int, at_least: float = 0.0, more: str = "") -> list[tuple[int, float]]:
         """Other sequences' shares of sequence `key`'s word weight, best first (empty when it has no words).

@@ -20,6 +20,12 @@ Keeping the index current:
   and second calls each fold at most `inline_slice` thoughts themselves. A store with more
   unfolded (a fresh container on a large store) gets no suggestion until the index is whole:
   nothing rather than a slow write.
+
+Memory: all open stores' indexes together stay within one budget (`memory_budget_bytes`, from
+THOUGHTLINE_RELATED_MEMORY_MB), counted by each index's estimate (`TermIndex.nbytes`). When an
+index grows past it, the least recently used other stores' indexes are dropped (their stores stay
+open); a dropped store's index is rebuilt on demand, as after a fresh start (behind, above). An
+index larger than the whole budget is still kept, alone.
 Index mutations happen only on the event loop thread; reads only fetch rows.
 """
 
@@ -47,6 +53,9 @@ logger = logging.getLogger(__name__)
 INLINE_SLICE = 16
 # Thoughts a background fold reads and folds between two yields to the event loop.
 BACKGROUND_SLICE = 256
+# All open stores' word indexes together (a 5k-thought store's is ~16 MB by its estimate, and
+# none passes ~36 MB: MAX_SEQUENCES bounds it). Settings.related_memory_mb sets it in the server.
+MEMORY_BUDGET_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True)
@@ -80,13 +89,19 @@ class RelatedOnOpen:
         limit: int = LIMIT,
         inline_slice: int = INLINE_SLICE,
         max_sequences: int = MAX_SEQUENCES,
+        memory_budget_bytes: int = MEMORY_BUDGET_BYTES,
     ) -> None:
         self._background = background
         self._threshold = threshold
         self._limit = limit
         self._inline_slice = inline_slice
         self._max_sequences = max_sequences
-        self._indexes: dict[str, TermIndex] = {}
+        self._budget = memory_budget_bytes
+        self._indexes: dict[str, TermIndex] = {}  # least recently used first
+        # Each index's estimate when last measured, and their sum: a write re-measures only its own
+        # store's index (summing 256 indexes on every write would cost ~0.2 ms).
+        self._sizes: dict[str, int] = {}
+        self._held = 0
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
         self._stopping = False
@@ -156,6 +171,7 @@ class RelatedOnOpen:
         if index.folded_to == thought_id - 1:
             index.add(sequence_key, written.sequence_id, text)  # in step: this is the next thought
             index.folded_to = thought_id
+            self._keep_budget(str(opened.path))
         second = written.count == OPENING_THOUGHTS
         if not (written.created or second):
             return []
@@ -197,6 +213,7 @@ class RelatedOnOpen:
         after, limit = index.folded_to, self._inline_slice
         rows = await opened.read(lambda conn: related_store.thoughts_after(conn, after, limit))
         index.fold(rows)
+        self._keep_budget(str(opened.path))
         if index.folded_to >= thought_id:
             return True
         if self._background:
@@ -204,11 +221,40 @@ class RelatedOnOpen:
         return False
 
     def _index(self, opened: UserStore) -> TermIndex:
+        """The store's index, now the most recently used (an empty one if it has none)."""
         key = str(opened.path)
-        index = self._indexes.get(key)
-        if index is None:
-            index = self._indexes[key] = TermIndex(self._max_sequences)
+        index = self._indexes.pop(key, None) or TermIndex(self._max_sequences)
+        self._indexes[key] = index
         return index
+
+    def _keep_budget(self, keep: str) -> None:
+        """Re-measure `keep`'s index, then drop the least recently used others until all fit the budget."""
+        index = self._indexes.get(keep)
+        if index is None:
+            return  # dropped while its fold awaited a read; this call still uses what it folded
+        size = index.nbytes
+        self._held += size - self._sizes.get(keep, 0)
+        self._sizes[keep] = size
+        if self._held <= self._budget:
+            return
+        for other in [k for k in self._indexes if k != keep]:
+            if self._held <= self._budget:
+                break
+            self._drop(other)
+
+    def _drop(self, key: str) -> None:
+        self._indexes.pop(key, None)
+        self._held -= self._sizes.pop(key, 0)
+
+    @property
+    def index_bytes(self) -> int:
+        """The estimated bytes of every store's word index together."""
+        return sum(index.nbytes for index in self._indexes.values())
+
+    @property
+    def indexed_paths(self) -> list[str]:
+        """The stores whose word index is in memory, least recently used first."""
+        return list(self._indexes)
 
     def _schedule(self, opened: UserStore) -> None:
         if self._stopping:
@@ -225,10 +271,16 @@ class RelatedOnOpen:
         try:
             while key in self._dirty and not self._stopping:
                 self._dirty.discard(key)
+                index = self._index(opened)
                 while not self._stopping:
-                    index = self._index(opened)
                     rows = await opened.read(functools.partial(_unfolded, after=index.folded_to))
+                    if self._indexes.get(key) is not index:
+                        # Dropped meanwhile (the budget, or the store closed): the store's next
+                        # opening starts again, so two large stores never take turns forever.
+                        return
                     index.fold(rows)
+                    self._index(opened)
+                    self._keep_budget(key)
                     if len(rows) < BACKGROUND_SLICE:
                         break
                     await asyncio.sleep(0)  # a large store folds in slices, never blocking the loop long
@@ -237,7 +289,7 @@ class RelatedOnOpen:
 
     def forget(self, opened: UserStore) -> None:
         """Drop a closing store's index (register with `StoreRouter.on_close`)."""
-        self._indexes.pop(str(opened.path), None)
+        self._drop(str(opened.path))
 
     async def idle(self) -> None:
         """Wait until every background fold has finished (tests, shutdown)."""

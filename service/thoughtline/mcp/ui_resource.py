@@ -1,8 +1,9 @@
 """The MCP App resource: its URI, MIME type, HTML text and `_meta.ui` (SPEC §6, issue 4).
 
-The App's source is `ui/process.html` in the repository, with the process renderer it shares with
-the library pages (`ui/render.js`, `ui/process.css`) inlined when it is served, so hosts still get
-one self-contained document. `thoughtline.ui_assets` finds the files (wheel copy or checkout).
+The App's source is `ui/process.html` in the repository, with what it shares with the library pages
+(the theme `ui/theme.css`, the process renderer `ui/render.js` and its styles `ui/process.css`)
+inlined when it is served, so hosts still get one self-contained document. `thoughtline.ui_assets`
+finds the files (wheel copy or checkout).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ APP_MIME = "text/html;profile=mcp-app"
 
 
 def load_process_html() -> str:
-    """Return the App's HTML, one self-contained document: `ui/process.html` with the shared
-    renderer (`ui/render.js`) and its styles (`ui/process.css`) inlined where it marks them.
+    """Return the App's HTML, one self-contained document: `ui/process.html` with the shared theme
+    (`ui/theme.css`), renderer (`ui/render.js`) and its styles (`ui/process.css`) inlined where it
+    marks them.
 
     Raises:
         FileNotFoundError: a ui/ file is missing from both the wheel and the checkout.

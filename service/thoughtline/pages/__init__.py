@@ -50,9 +50,9 @@ View = Callable[[Request, Session, Source], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 CONFLICTS = frozenset({"thread_exists", "thread_archived", "branch_conflict", "idempotency_conflict"})
-# The two assets, each one file of ours assembled from ui/: the shared renderer comes first.
+# The two assets, each one file of ours assembled from ui/: what the App shares comes first.
 ASSET_PARTS = {
-    "library.css": (("process.css", "library.css"), "text/css; charset=utf-8"),
+    "library.css": (("theme.css", "process.css", "library.css"), "text/css; charset=utf-8"),
     "library.js": (("render.js", "library.js"), "text/javascript; charset=utf-8"),
 }
 

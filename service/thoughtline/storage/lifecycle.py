@@ -25,7 +25,7 @@ class SequenceSummary:
     parent_sequence_id: str | None
     created_at: int
     updated_at: int
-    rowid: int = 0
+    rowid: int  # the store's own id: the paging key's tie-break and the badges' lookup
 
 
 def set_status(conn: apsw.Connection, sequence_id: str, status: str, now_ms: int) -> bool:
@@ -46,42 +46,15 @@ def set_status(conn: apsw.Connection, sequence_id: str, status: str, now_ms: int
     return changed
 
 
-def list_sequences(
-    conn: apsw.Connection, status: str | None, limit: int, before_ms: int | None = None, thread: str | None = None
-) -> list[SequenceSummary]:
-    """Most recently updated sequences first, optionally of one status, updated before a time, or in a thread.
-
-    `thread` is a thread's name (any case); only its confirmed members are listed.
-    """
-    found = conn.execute(
-        "SELECT public_id, title, status, thought_count, parent_public_id, created_at, updated_at "
-        "FROM sequences WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR updated_at < ?2) "
-        "AND (?4 IS NULL OR id IN (SELECT m.sequence_id FROM thread_members m JOIN threads th ON th.id = m.thread "
-        "WHERE th.name_key = ?4)) "
-        "ORDER BY updated_at DESC, id DESC LIMIT ?3",
-        (status, before_ms, limit, None if thread is None else name_key(thread)),
-    )
-    return [
-        SequenceSummary(
-            sequence_id=str(r[0]),
-            title=str(r[1]),
-            status=str(r[2]),
-            thought_count=int(r[3]),
-            parent_sequence_id=None if r[4] is None else str(r[4]),
-            created_at=int(r[5]),
-            updated_at=int(r[6]),
-        )
-        for r in found
-    ]
-
-
 def sequences_page(
     conn: apsw.Connection, status: str | None, thread: str | None, after: tuple[int, int] | None, limit: int
 ) -> list[SequenceSummary]:
-    """Like `list_sequences`, keyed for paging: the sequences after (updated_at, row id) `after`.
+    """Most recently updated sequences first, optionally of one status or in a thread, keyed for paging.
 
-    The key is (updated_at, id) descending, so a page boundary never repeats or skips a sequence
-    that did not change meanwhile; one updated while a client pages moves to the top.
+    `thread` is a thread's name (any case); only its confirmed members are listed. A page holds the
+    sequences after (updated_at, row id) `after`, or the newest when it is None. The key is
+    (updated_at, id) descending, so a page boundary never repeats or skips a sequence that did not
+    change meanwhile; one updated while a client pages moves to the top.
     """
     found = conn.execute(
         "SELECT public_id, title, status, thought_count, parent_public_id, created_at, updated_at, id "

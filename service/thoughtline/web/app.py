@@ -25,6 +25,7 @@ from thoughtline.api.wiring import api_mount
 from thoughtline.clock import Clock, SystemClock
 from thoughtline.config import Settings, settings_from_process_env
 from thoughtline.library.briefing import Periods
+from thoughtline.library.related_open import RelatedOnOpen
 from thoughtline.mcp import ui_resource
 from thoughtline.mcp.library_tools import Library
 from thoughtline.mcp.proposal_tools import ProposalTools
@@ -110,10 +111,11 @@ def _services(
         max_open=settings.max_open_stores,
     )
     index_budget = settings.index_memory_mb * 2**20
+    related = RelatedOnOpen(background=settings.background_work, memory_budget_bytes=settings.related_memory_mb * 2**20)
     library = (
-        Library(embedder_factory, background=settings.background_work, index_budget_bytes=index_budget)
+        Library(embedder_factory, background=settings.background_work, index_budget_bytes=index_budget, related=related)
         if embedder_factory is not None
-        else Library(background=settings.background_work, index_budget_bytes=index_budget)
+        else Library(background=settings.background_work, index_budget_bytes=index_budget, related=related)
     )
     router.on_open.append(library.attach)
     router.on_close.append(library.detach)

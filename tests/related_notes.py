@@ -1,0 +1,21 @@
+"""The openings the related-reasoning tests write: an earlier leak, an unrelated loaf, a new opening on the leak."""
+
+from __future__ import annotations
+
+LEAK = [
+    "bellhop-worker pods restarted 14 times in five days: OOMKilled, exit code 137, limit 512Mi.",
+    "Took two heap snapshots of bellhop ten minutes apart; the retained size grows in the webhook retry map.",
+    "Fix: bound the bellhop retry map with an LRU and drop entries after the third retry.",
+]
+BREAD = [
+    "Loaf #3 of the sourdough came out dense: gummy crumb, big tunnels under the crust.",
+    "The starter doubled in 6 hours at 24 C; bulk fermentation needs to run longer in the cold kitchen.",
+]
+OPENING = [
+    "bellhop is getting OOMKilled again after the deploy, same 512Mi limit.",
+    "Before guessing, take heap snapshots of the bellhop worker and compare the retry map size.",
+]
+UNRELATED = [
+    "Choosing paint for the hallway: the north light makes warm whites look grey.",
+    "Testing three sample pots on the wall by the stairs over a week of mornings and evenings.",
+]
