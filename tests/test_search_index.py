@@ -166,7 +166,7 @@ def test_reading_vec0_chunks_gives_what_the_virtual_table_gives_after_deletes_an
         )
     vectors.backfill(conn, embedder)  # vec0 puts the new thought's vectors into the first holes
     queries = embedder.embed(PHRASINGS)
-    chunked, scanned = DenseIndex(), DenseIndex(read_chunks=False)
+    chunked, scanned = DenseIndex(read_codes=False), DenseIndex(read_chunks=False, read_codes=False)
     chunked.refresh(conn)
     scanned.refresh(conn)
     assert chunked._state[1].order is not None  # storage order is not key order here

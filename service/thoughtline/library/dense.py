@@ -30,6 +30,7 @@ from thoughtline.library.dense_runs import (
     concat,
     distinct,
     load_chunks,
+    load_codes,
     load_rows,
     merge_open,
     sequence_sums,
@@ -37,7 +38,7 @@ from thoughtline.library.dense_runs import (
 )
 from thoughtline.library.int8_product import FloatArray, Queries
 from thoughtline.storage import search as search_store
-from thoughtline.storage import vector_scan
+from thoughtline.storage import vector_codes, vector_scan
 
 IntArray = NDArray[np.int64]
 # Appends add small packed runs; beyond this many the next refresh loads the store afresh.
@@ -159,6 +160,8 @@ class DenseIndex:
     _state: tuple[list[Run], Layout] = field(default_factory=lambda: ([], _empty_layout()))
     # False reads every vector through the vec0 table, as a store of an unknown layout is read.
     read_chunks: bool = True
+    # False reads the floats even where the store keeps every vector's codes (and codes them).
+    read_codes: bool = True
     # Called after a refresh changed what the index holds (the library keeps its memory budget).
     on_loaded: Callable[[], None] | None = None
     generation: int = -1
@@ -205,7 +208,9 @@ class DenseIndex:
         dim = vector_scan.chunk_dim(conn) if chunked else vector_scan.vector_dim(conn)
         if dim is None:
             return [], _empty_layout()
-        loaded = load_chunks(conn, dim) if chunked else load_rows(conn, 0, sequences_of_thoughts(conn, dim)[2])
+        loaded = load_codes(conn, dim) if self.read_codes and vector_codes.coded(conn) else None
+        if loaded is None:
+            loaded = load_chunks(conn, dim) if chunked else load_rows(conn, 0, sequences_of_thoughts(conn, dim)[2])
         assert loaded.sums is not None
         assert loaded.seq_ids is not None
         whole_ids, whole_seqs = concat(loaded.whole_keys), concat(loaded.whole_seqs)

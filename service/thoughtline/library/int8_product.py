@@ -16,6 +16,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from thoughtline.domain.int8_codes import CODE_LEVELS as CODE_LEVELS
+from thoughtline.domain.int8_codes import quantize as quantize
+from thoughtline.domain.int8_codes import quantize_into as quantize_into
+
 if TYPE_CHECKING:
     import onnxruntime
 
@@ -27,32 +31,9 @@ CodeArray = NDArray[np.int8]
 # bytes above 127 (a full 8-bit query gave wrong sums). 127 * 127 * 2 stays below 2^15.
 QUERY_LEVELS = 63
 QUERY_ZERO = 64
-CODE_LEVELS = 127
 # ORT's DataType numbers and the opset of MatMulInteger.
 _UINT8, _INT8, _INT32 = 2, 3, 6
 _OPSET = 13
-
-
-def quantize_into(vectors: FloatArray, out: CodeArray, scratch: FloatArray | None = None) -> FloatArray:
-    """Code `vectors` (n x dim) into `out` (n x dim, e.g. a view of a run's buffer); returns the scales.
-
-    The rounding writes straight into place, through `scratch` (n x dim float32, reused across
-    calls) when given: a separate cast and concatenation cost two more copies, and fresh
-    temporaries page faults on every call.
-    """
-    work = scratch if scratch is not None and scratch.shape == vectors.shape else np.empty_like(vectors)
-    top = np.abs(vectors, out=work).max(axis=1) if vectors.size else np.zeros(len(vectors), dtype=np.float32)
-    top = np.maximum(top, np.float32(1e-12))
-    np.multiply(vectors, (np.float32(CODE_LEVELS) / top)[:, None], out=work)
-    np.rint(work, out=out, casting="unsafe")  # rounds in float, then casts into place
-    scales: FloatArray = (top / np.float32(CODE_LEVELS)).astype(np.float32)
-    return scales
-
-
-def quantize(vectors: FloatArray) -> tuple[CodeArray, FloatArray]:
-    """Int8 codes (n x dim) and per-vector scales of float vectors: vector ≈ codes * scale."""
-    codes = np.empty(vectors.shape, dtype=np.int8)
-    return codes, quantize_into(vectors, codes)
 
 
 def columns_of(codes: CodeArray) -> CodeArray:
