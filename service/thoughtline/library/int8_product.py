@@ -73,7 +73,22 @@ def dot_codes(codes: CodeArray, scales: FloatArray, queries: Queries) -> FloatAr
     if not codes.size:
         return np.zeros((len(queries.scales), 0), dtype=np.float32)
     sums = queries.codes.astype(np.float32) @ codes.astype(np.float32).T
-    out: FloatArray = sums * queries.scales[:, None] * scales[None, :]
+    return scaled(sums, queries.scales, scales)
+
+
+def scaled(
+    sums: NDArray[np.int32] | FloatArray, row_scales: FloatArray, col_scales: FloatArray, out: FloatArray | None = None
+) -> FloatArray:
+    """float32(sums) x row scale x column scale, in place in `out` (k x n; a new array without it).
+
+    In place and in this order: the same float32 products as `sums.astype(f32) * r * c`, without
+    two temporaries of k x n.
+    """
+    if out is None:
+        out = np.empty(sums.shape, dtype=np.float32)
+    out[...] = sums
+    out *= row_scales[:, None]
+    out *= col_scales[None, :]
     return out
 
 
@@ -104,12 +119,11 @@ class PackedCodes:
         """Resident bytes: the packed codes (one byte each, plus a column sum) and the scales."""
         return self.size * (self.dim + 4) + int(self.scales.nbytes)
 
-    def dot(self, queries: Queries) -> FloatArray:
-        """k x n dot products of the coded queries with every coded vector."""
+    def dot(self, queries: Queries, out: FloatArray | None = None) -> FloatArray:
+        """k x n dot products of the coded queries with every coded vector (into `out` when given)."""
         feeds: dict[str, Any] = {"A": queries.shifted, "azp": self._zero}
         sums: NDArray[np.int32] = self._session.run(None, feeds)[0]
-        out: FloatArray = sums.astype(np.float32) * queries.scales[:, None] * self.scales[None, :]
-        return out
+        return scaled(sums, queries.scales, self.scales, out)
 
 
 # --- the one-node graph, as protobuf bytes (field numbers from onnx.proto) ---
