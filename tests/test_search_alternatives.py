@@ -90,9 +90,9 @@ async def test_the_declaration_asks_for_two_or_three_alternatives_and_bounds_the
 async def test_every_phrasing_is_embedded_in_one_call(embedder: MiniLMEmbedder) -> None:
     counting = Counting(embedder)
     query = build_query("why did the job break", ["export crash", "disk full of temp files"], counting)
-    assert counting.calls == [3]
-    assert query.vectors is not None
+    assert query.vectors is not None  # read: the embedding, made on a helper thread, is done
     assert query.vectors.shape == (3, embedder.dim)
+    assert counting.calls == [3]
     assert query.terms == ("job", "break")
     assert "disk" in query.alternative_terms
     assert "job" not in query.alternative_terms

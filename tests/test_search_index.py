@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -166,7 +167,7 @@ def test_reading_vec0_chunks_gives_what_the_virtual_table_gives_after_deletes_an
         )
     vectors.backfill(conn, embedder)  # vec0 puts the new thought's vectors into the first holes
     queries = embedder.embed(PHRASINGS)
-    chunked, scanned = DenseIndex(), DenseIndex(read_chunks=False)
+    chunked, scanned = DenseIndex(read_codes=False), DenseIndex(read_chunks=False, read_codes=False)
     chunked.refresh(conn)
     scanned.refresh(conn)
     assert chunked._state[1].order is not None  # storage order is not key order here
@@ -310,3 +311,24 @@ def test_an_index_packed_for_onnxruntime_in_many_runs_scores_exactly_as_one_kept
     assert all(run.packed is not None for run in packed._state[0])
     queries = embedder.embed(PHRASINGS)
     _same(packed.score_many(queries), in_numpy.score_many(queries))
+
+
+def test_a_product_whose_helper_is_busy_elsewhere_is_done_by_the_caller_alone_and_scores_the_same(
+    golden_store: apsw.Connection, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dense_runs, "PACK_RUN", 16)
+    monkeypatch.setattr(dense_runs, "SEAL", 4)
+    packed = DenseIndex()
+    packed.refresh(golden_store)
+    runs = packed._state[0]
+    queries = int8_product.Queries.of(embedder.embed(PHRASINGS))
+    shared = dense_runs.product(runs, queries)  # the helper takes the later half
+    release = threading.Event()
+    busy = dense_runs._product_helper().submit(release.wait)  # another search's half, say
+    try:
+        alone = dense_runs.product(runs, queries)
+    finally:
+        release.set()
+    busy.result()
+    assert np.array_equal(alone, shared)
+    assert np.array_equal(shared, np.concatenate([r.dot(queries) for r in runs], axis=1))

@@ -9,6 +9,7 @@ Both sum each sequence's whole-thought vectors on the way, for the sequence norm
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from thoughtline.library.int8_product import (
     quantize,
     quantize_into,
 )
-from thoughtline.storage import vector_scan
+from thoughtline.storage import vector_codes, vector_scan
 
 IntArray = NDArray[np.int64]
 # A run of at least this many codes is packed for onnxruntime (numpy's float product over codes
@@ -58,11 +59,57 @@ class Run:
             return self.packed.nbytes
         return int(self.scales.nbytes) + (int(self.codes.nbytes) if self.codes is not None else 0)
 
-    def dot(self, queries: Queries) -> FloatArray:
+    def dot(self, queries: Queries, out: FloatArray | None = None) -> FloatArray:
         if self.packed is not None:
-            return self.packed.dot(queries)
+            return self.packed.dot(queries, out)
         assert self.codes is not None
-        return dot_codes(self.codes, self.scales, queries)
+        sims = dot_codes(self.codes, self.scales, queries)
+        if out is None:
+            return sims
+        out[...] = sims
+        return out
+
+
+_helper: ThreadPoolExecutor | None = None
+_helper_lock = threading.Lock()
+
+
+def _product_helper() -> ThreadPoolExecutor:
+    global _helper  # one helper thread for the process, made on the first big product
+    with _helper_lock:
+        if _helper is None:
+            _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-product")
+        return _helper
+
+
+def product(runs: Sequence[Run], queries: Queries) -> FloatArray:
+    """k x n cosines of the coded queries with every run's vectors, runs side by side.
+
+    With two or more packed runs the later half goes to one helper thread while the caller does
+    the first half: onnxruntime leaves the GIL, so on two cores a 100k-thought store's product
+    takes about half the wall time for the same CPU. A caller whose half is done before the
+    helper took the other (the helper is busy with another search's) does it itself.
+    """
+    sizes = [r.size for r in runs]
+    out = np.empty((len(queries.scales), sum(sizes)), dtype=np.float32)
+    bounds = np.concatenate(([0], np.cumsum(sizes))).tolist()
+
+    def fill(indexes: range) -> None:
+        for i in indexes:
+            runs[i].dot(queries, out[:, bounds[i] : bounds[i + 1]])
+
+    packed = sum(r.packed is not None for r in runs)
+    if packed < 2:
+        fill(range(len(runs)))
+        return out
+    half = next(i for i, at in enumerate(bounds) if at >= bounds[-1] / 2)
+    later = _product_helper().submit(fill, range(half, len(runs)))
+    fill(range(half))
+    if later.cancel():
+        fill(range(half, len(runs)))
+    else:
+        later.result()
+    return out
 
 
 def _pack(runs: Sequence[Run]) -> Run:
@@ -163,6 +210,17 @@ class _RunBuffer:
             self.used += len(part)
             vectors = vectors[len(part) :]
 
+    def add_codes(self, codes: CodeArray, scales: FloatArray) -> None:
+        """Take codes already made (a store's own), `scales` one per row."""
+        while len(codes):
+            if self.used == len(self.codes):
+                self.seal()
+            take = min(len(codes), len(self.codes) - self.used)
+            self.codes[self.used : self.used + take] = codes[:take]
+            self.scales.append(scales[:take])
+            self.used += take
+            codes, scales = codes[take:], scales[take:]
+
     def seal(self) -> None:
         if self.used:
             self.runs.append(self.pool.submit(_packed, self.codes[: self.used], np.concatenate(self.scales)))
@@ -183,14 +241,7 @@ def load_chunks(conn: apsw.Connection, dim: int) -> Loaded:
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-pack") as pool:
         buffer = _RunBuffer(dim, pool)
         for chunk in vector_scan.vector_chunks(conn):
-            if len(chunk.vectors) != 4 * dim * chunk.size:
-                raise ValueError(f"vec0 chunk of {chunk.size} vectors is not of {dim} floats")
-            bits = np.unpackbits(np.frombuffer(chunk.validity, dtype=np.uint8), bitorder="little")[: chunk.size]
-            valid = bits.astype(bool)
-            keys = np.frombuffer(chunk.keys, dtype=np.int64)
-            vectors = np.frombuffer(chunk.vectors, dtype=np.float32).reshape(chunk.size, dim)
-            if not valid.all():
-                keys, vectors = keys[valid], vectors[valid]
+            keys, vectors = vector_codes.chunk_arrays(chunk, dim)
             # A vector whose thought is gone (not possible inside one snapshot: a trigger deletes
             # both) would have no sequence; it is dropped rather than guessed.
             owner = keys // VECTOR_SLOTS
@@ -205,6 +256,64 @@ def load_chunks(conn: apsw.Connection, dim: int) -> Loaded:
             buffer.add(vectors)
         out.runs = buffer.finish()
     return out
+
+
+def load_codes(conn: apsw.Connection, dim: int) -> Loaded | None:
+    """Every vector's codes as the store keeps them, in key order; None when some vector has none.
+
+    A store coded by migration 0013 and `store_vectors` always has them all; None (read the
+    floats instead) is for what those cannot have made, e.g. vectors of another slot layout.
+    Sequence sums add the whole vectors' codes times their scales, the vectors the index scores.
+    """
+    expected, seen = vector_scan.vector_count(conn), 0
+    out = Loaded()
+    run_seqs: list[IntArray] = []
+    run_sums: list[FloatArray] = []
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-pack") as pool:
+        buffer = _RunBuffer(dim, pool)
+        for rows in vector_codes.code_batches(conn):
+            tids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            seqs = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+            counts = np.fromiter((len(r[3]) // 4 for r in rows), dtype=np.int64, count=len(rows))
+            scales = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32)
+            codes = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.int8)
+            if len(codes) != dim * len(scales):
+                buffer.finish()
+                return None
+            codes = codes.reshape(len(scales), dim)
+            firsts = np.cumsum(counts) - counts
+            out.keys.append(np.repeat(tids * VECTOR_SLOTS - firsts, counts) + np.arange(len(scales)))
+            out.whole_keys.append(tids)
+            out.whole_seqs.append(seqs)
+            ids, sums = _segment_sums(seqs, codes[firsts], scales[firsts])
+            run_seqs.append(ids)
+            run_sums.append(sums)
+            buffer.add_codes(codes, scales)
+            seen += len(scales)
+        runs = buffer.finish()
+    if seen != expected:
+        return None
+    all_seqs = concat(run_seqs)
+    out.seq_ids = distinct(all_seqs)
+    out.sums = np.zeros((len(out.seq_ids), dim), dtype=np.float32)
+    if len(all_seqs):
+        np.add.at(out.sums, np.searchsorted(out.seq_ids, all_seqs), np.vstack(run_sums))
+    out.runs = runs
+    return out
+
+
+def _segment_sums(seqs: IntArray, codes: CodeArray, scales: FloatArray) -> tuple[IntArray, FloatArray]:
+    """Sum of scale x codes over each run of equal `seqs` (a store's thoughts come a sequence at a time).
+
+    One small float product per run: casting and scaling the whole batch, then `np.add.reduceat`
+    over rows, cost 9x as much.
+    """
+    starts = np.flatnonzero(np.concatenate(([True], seqs[1:] != seqs[:-1])))
+    ends = np.append(starts[1:], len(seqs))
+    sums = np.empty((len(starts), codes.shape[1]), dtype=np.float32)
+    for row, (a, b) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+        sums[row] = scales[a:b] @ codes[a:b].astype(np.float32)
+    return seqs[starts], sums
 
 
 def load_rows(conn: apsw.Connection, after_key: int, out: Loaded) -> Loaded:

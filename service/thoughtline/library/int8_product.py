@@ -16,6 +16,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from thoughtline.domain.int8_codes import CODE_LEVELS as CODE_LEVELS
+from thoughtline.domain.int8_codes import quantize as quantize
+from thoughtline.domain.int8_codes import quantize_into as quantize_into
+
 if TYPE_CHECKING:
     import onnxruntime
 
@@ -27,32 +31,9 @@ CodeArray = NDArray[np.int8]
 # bytes above 127 (a full 8-bit query gave wrong sums). 127 * 127 * 2 stays below 2^15.
 QUERY_LEVELS = 63
 QUERY_ZERO = 64
-CODE_LEVELS = 127
 # ORT's DataType numbers and the opset of MatMulInteger.
 _UINT8, _INT8, _INT32 = 2, 3, 6
 _OPSET = 13
-
-
-def quantize_into(vectors: FloatArray, out: CodeArray, scratch: FloatArray | None = None) -> FloatArray:
-    """Code `vectors` (n x dim) into `out` (n x dim, e.g. a view of a run's buffer); returns the scales.
-
-    The rounding writes straight into place, through `scratch` (n x dim float32, reused across
-    calls) when given: a separate cast and concatenation cost two more copies, and fresh
-    temporaries page faults on every call.
-    """
-    work = scratch if scratch is not None and scratch.shape == vectors.shape else np.empty_like(vectors)
-    top = np.abs(vectors, out=work).max(axis=1) if vectors.size else np.zeros(len(vectors), dtype=np.float32)
-    top = np.maximum(top, np.float32(1e-12))
-    np.multiply(vectors, (np.float32(CODE_LEVELS) / top)[:, None], out=work)
-    np.rint(work, out=out, casting="unsafe")  # rounds in float, then casts into place
-    scales: FloatArray = (top / np.float32(CODE_LEVELS)).astype(np.float32)
-    return scales
-
-
-def quantize(vectors: FloatArray) -> tuple[CodeArray, FloatArray]:
-    """Int8 codes (n x dim) and per-vector scales of float vectors: vector ≈ codes * scale."""
-    codes = np.empty(vectors.shape, dtype=np.int8)
-    return codes, quantize_into(vectors, codes)
 
 
 def columns_of(codes: CodeArray) -> CodeArray:
@@ -92,7 +73,22 @@ def dot_codes(codes: CodeArray, scales: FloatArray, queries: Queries) -> FloatAr
     if not codes.size:
         return np.zeros((len(queries.scales), 0), dtype=np.float32)
     sums = queries.codes.astype(np.float32) @ codes.astype(np.float32).T
-    out: FloatArray = sums * queries.scales[:, None] * scales[None, :]
+    return scaled(sums, queries.scales, scales)
+
+
+def scaled(
+    sums: NDArray[np.int32] | FloatArray, row_scales: FloatArray, col_scales: FloatArray, out: FloatArray | None = None
+) -> FloatArray:
+    """float32(sums) x row scale x column scale, in place in `out` (k x n; a new array without it).
+
+    In place and in this order: the same float32 products as `sums.astype(f32) * r * c`, without
+    two temporaries of k x n.
+    """
+    if out is None:
+        out = np.empty(sums.shape, dtype=np.float32)
+    out[...] = sums
+    out *= row_scales[:, None]
+    out *= col_scales[None, :]
     return out
 
 
@@ -123,12 +119,11 @@ class PackedCodes:
         """Resident bytes: the packed codes (one byte each, plus a column sum) and the scales."""
         return self.size * (self.dim + 4) + int(self.scales.nbytes)
 
-    def dot(self, queries: Queries) -> FloatArray:
-        """k x n dot products of the coded queries with every coded vector."""
+    def dot(self, queries: Queries, out: FloatArray | None = None) -> FloatArray:
+        """k x n dot products of the coded queries with every coded vector (into `out` when given)."""
         feeds: dict[str, Any] = {"A": queries.shifted, "azp": self._zero}
         sums: NDArray[np.int32] = self._session.run(None, feeds)[0]
-        out: FloatArray = sums.astype(np.float32) * queries.scales[:, None] * self.scales[None, :]
-        return out
+        return scaled(sums, queries.scales, self.scales, out)
 
 
 # --- the one-node graph, as protobuf bytes (field numbers from onnx.proto) ---

@@ -91,10 +91,12 @@ class Phrasings:
 
 def score_phrasings(scores: Sequence[Scores], seq_weight: float) -> Phrasings:
     """The per-phrasing evidence arrays from the index's scores of each phrasing."""
-    sem = np.vstack([(s.whole + s.best) / 2 for s in scores]).astype(np.float32)
-    sequence = np.vstack([s.sequence for s in scores]).astype(np.float32)
-    best = np.vstack([s.best for s in scores]).astype(np.float32)
-    combined = np.vstack([(s.whole + s.best) / 2 + seq_weight * s.sequence for s in scores]).astype(np.float32)
+    # Float32 throughout (no copies where the arrays already are); `combined` adds to `sem` the
+    # same float32s per element as computing (whole + best) / 2 + weight x sequence again.
+    sem = np.vstack([(s.whole + s.best) / 2 for s in scores]).astype(np.float32, copy=False)
+    sequence = np.vstack([s.sequence for s in scores]).astype(np.float32, copy=False)
+    best = np.vstack([s.best for s in scores]).astype(np.float32, copy=False)
+    combined = (sem + seq_weight * sequence).astype(np.float32, copy=False)
     alternatives = slice(1, None) if len(scores) > 1 else slice(0, 1)
     return Phrasings(
         scores,

@@ -1,13 +1,16 @@
 """One search query as a value: the question, its alternatives, their terms and their vectors.
 
-Built once at the library's door (`build_query`: one embedding call for every phrasing) and passed
-down unchanged, so the keyword side, the vector side, the ranker and the abstention model all read
-the same evidence and nothing re-tokenizes the question on the way.
+Built once at the library's door (`build_query`: one embedding call for every phrasing, on a
+helper thread while the keyword side runs) and passed down unchanged, so the keyword side, the
+vector side, the ranker and the abstention model all read the same evidence and nothing
+re-tokenizes the question on the way.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -36,8 +39,14 @@ class Query:
     # The question's content terms (exact lookups rest on these), then those only the alternatives add.
     terms: tuple[str, ...]
     alternative_terms: tuple[str, ...]
-    # One unit vector per phrasing, the question's first; None when the search answers by keyword.
-    vectors: NDArray[np.float32] | None
+    # The phrasings' embedding, made on a helper thread while the keyword side runs; None when
+    # the search answers by keyword.
+    embedding: Embedding | None
+
+    @property
+    def vectors(self) -> NDArray[np.float32] | None:
+        """One unit vector per phrasing, the question's first (waits for the embedding); None without one."""
+        return None if self.embedding is None else self.embedding.vectors()
 
     @property
     def phrasings(self) -> tuple[str, ...]:
@@ -66,12 +75,50 @@ def build_query(question: str, alternatives: Sequence[str] = (), embedder: Embed
             if term not in seen:
                 seen.add(term)
                 extra.append(term)
-    vectors = None
+    embedding = None
     if embedder is not None:
+        embedding = Embedding(embedder, [embedder.query_prefix + p for p in (question, *alts)])
+    return Query(question, alts, terms, tuple(extra), embedding)
+
+
+class Embedding:
+    """Every phrasing embedded in one call, started on a helper thread and read once it is needed.
+
+    The pipeline asks the keyword index first, which needs no vector: SQLite and onnxruntime both
+    leave the GIL, so on two cores the embedding of a question and three alternatives overlaps
+    the keyword side instead of preceding it. When the helper is still busy with another
+    search's embedding by the time the vectors are read, the reader embeds them itself.
+    """
+
+    def __init__(self, embedder: Embedder, texts: list[str]) -> None:
+        self._embedder, self._texts = embedder, texts
+        self._lock = threading.Lock()
+        self._done: NDArray[np.float32] | None = None
+        self._future: Future[NDArray[np.float32]] = _helper().submit(self._embed)
+
+    def _embed(self) -> NDArray[np.float32]:
         import numpy as np  # loaded with the model already
 
-        vectors = embedder.embed([embedder.query_prefix + p for p in (question, *alts)]).astype(np.float32)
-    return Query(question, alts, terms, tuple(extra), vectors)
+        return self._embedder.embed(self._texts).astype(np.float32)
+
+    def vectors(self) -> NDArray[np.float32]:
+        """The vectors, one per text (raises what the embedder raised)."""
+        with self._lock:
+            if self._done is None:
+                self._done = self._embed() if self._future.cancel() else self._future.result()
+            return self._done
+
+
+_helper_pool: ThreadPoolExecutor | None = None
+_helper_lock = threading.Lock()
+
+
+def _helper() -> ThreadPoolExecutor:
+    global _helper_pool  # one helper thread for the process, made on the first embedded query
+    with _helper_lock:
+        if _helper_pool is None:
+            _helper_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embed")
+        return _helper_pool
 
 
 def check_alternatives(value: object) -> tuple[str, ...]:

@@ -11,6 +11,8 @@ from typing import Any
 
 import apsw
 
+from thoughtline.storage import vector_codes
+
 EMBEDDER_KEY = "embedder_id"
 
 
@@ -35,6 +37,7 @@ def replace_embedder(conn: apsw.Connection, model_id: str) -> int:
     reader ever sees vectors of one model under the id of another. The keyword index is untouched.
     """
     conn.execute("DELETE FROM thought_vectors")
+    vector_codes.drop_all(conn)
     conn.execute("INSERT OR IGNORE INTO vector_queue(thought_id) SELECT id FROM thoughts")
     # Not an append: an in-memory index sees the new generation and reloads (empty at first).
     conn.execute("UPDATE search_state SET generation = generation + 1, max_vector_id = 0 WHERE id = 1")

@@ -16,6 +16,7 @@ from thoughtline.domain.thread_names import name_key
 from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS, VECTOR_SLOTS, chunk_texts, sentence_count, thought_of
 from thoughtline.storage.db import write_transaction
 from thoughtline.storage.key_migrations import PROPOSAL_IDS, REQUESTS_PER_CLIENT, refold_thread_names
+from thoughtline.storage.vector_codes import code_existing
 
 
 class SchemaTooNewError(Exception):
@@ -438,6 +439,8 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("0010_request_ids_per_client", _sql(REQUESTS_PER_CLIENT)),
     Migration("0011_thread_names_fold_compatibility_forms", refold_thread_names),
     Migration("0012_thread_type", _sql(THREAD_TYPE)),
+    # Every vector also as int8 codes, so opening a store reads those (storage/vector_codes.py).
+    Migration("0013_vector_codes", code_existing),
 )
 
 

@@ -16,7 +16,7 @@ import apsw
 
 from thoughtline.domain.thread_names import name_key
 from thoughtline.domain.vector_keys import VECTOR_SLOTS, vector_key
-from thoughtline.storage import embedder_ids, vector_scan
+from thoughtline.storage import embedder_ids, vector_codes, vector_scan
 
 STATUSES = ("active", "paused", "completed", "abandoned")
 
@@ -306,6 +306,7 @@ def store_vectors(conn: apsw.Connection, rows: Sequence[tuple[int, Sequence[byte
                 "INSERT INTO thought_vectors(vector_key, embedding) VALUES (?, ?)", (vector_key(tid, slot), blob)
             )
         conn.execute("DELETE FROM vector_queue WHERE thought_id = ?", (tid,))
+    vector_codes.write_codes(conn, keep)
     lowest = vector_key(min(tid for tid, _ in keep), 0)
     highest = max(vector_key(tid, len(blobs) - 1) for tid, blobs in keep)
     # Appends above the highest stored key can be picked up incrementally by an in-memory index;
