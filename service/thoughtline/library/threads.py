@@ -15,6 +15,7 @@ import apsw
 from thoughtline.domain.thread_state import Lifecycle, lifecycle
 from thoughtline.domain.thread_types import TYPE_EVENT_KINDS, ThreadType, thread_type
 from thoughtline.errors import DomainError
+from thoughtline.storage import thread_events
 from thoughtline.storage import threads as thread_store
 from thoughtline.storage.router import UserStore
 
@@ -90,7 +91,7 @@ def lifecycle_of(thread: thread_store.ThreadRow, last_ms: int, now_ms: int, peri
 def view(conn: apsw.Connection, thread: thread_store.ThreadRow, now_ms: int, periods: Periods) -> ThreadView:
     """The thread object of one registry entry (inside the caller's snapshot or transaction)."""
     stats = thread_store.thread_stats(conn, thread)
-    kinds = thread_store.event_kinds(conn, thread.rowid, TYPE_EVENT_KINDS) if thread.type is None else set()
+    kinds = thread_events.event_kinds(conn, thread.rowid, TYPE_EVENT_KINDS) if thread.type is None else set()
     kind, kind_set = thread_type(thread.type, kinds)
     return ThreadView(
         name=thread.name,
