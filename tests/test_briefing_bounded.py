@@ -95,7 +95,7 @@ def _write_store(conn: apsw.Connection, rng: random.Random) -> None:
         for (seq_rowid,) in conn.execute("SELECT id FROM sequences").fetchall():
             if rng.random() < 0.4:
                 thread = thread_store.require_thread(conn, rng.choice(THREADS))
-                thread_store.add_member(conn, thread.rowid, int(seq_rowid), "user", at + rng.randrange(0, 3 * DAY))
+                thread_store.add_member(conn, thread.rowid, int(str(seq_rowid)), "user", at + rng.randrange(0, 3 * DAY))
 
 
 def _reference(
@@ -107,9 +107,9 @@ def _reference(
     for _tid, explicit, next_needed, revision, at, seq, number, branch, body in conn.execute(
         _ALL_EVENTS, (thread.rowid,)
     ):
-        kind = event_kind(explicit, not next_needed, bool(revision))
-        if kind is not None:
-            event = Event(kind, at, seq, number, branch, "")
+        found = event_kind(explicit, not next_needed, bool(revision))
+        if found is not None:
+            event = Event(found, at, seq, number, branch, "")
             texts[id(event)] = str(body)
             events.append(event)
 
@@ -170,7 +170,7 @@ def test_a_bounded_briefing_equals_the_rules_over_every_event(tmp_path: Path, se
     conn = connect(tmp_path / "store.sqlite3", "wal")
     migrate(conn)
     _write_store(conn, rng)
-    end = int(conn.execute("SELECT max(created_at) FROM thoughts").fetchall()[0][0])
+    end = int(str(conn.execute("SELECT max(created_at) FROM thoughts").fetchall()[0][0]))
     for name in THREADS:
         thread = thread_store.require_thread(conn, name)
         for limit in (1, 3, 20):

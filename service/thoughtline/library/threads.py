@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import apsw
 
 from thoughtline.domain.thread_state import Lifecycle, lifecycle
-from thoughtline.domain.thread_types import TYPE_EVENT_KINDS, ThreadType, thread_type
+from thoughtline.domain.thread_types import TYPE_EVENT_KINDS, ThreadType, TypeSetting, thread_type
 from thoughtline.errors import DomainError
 from thoughtline.storage import thread_events
 from thoughtline.storage import threads as thread_store
@@ -52,7 +52,7 @@ class ThreadChange:
     new_name: str | None = None
     description: str | None = None
     status: str | None = None  # "active" | "archived"
-    type: ThreadType | None = None
+    type: TypeSetting | None = None  # "auto": derived from the events again
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ def _apply(conn: apsw.Connection, thread: thread_store.ThreadRow, change: Thread
     if change.status is not None:
         thread = thread_store.set_thread_status(conn, thread, change.status, now_ms)
     if change.type is not None:
-        thread = thread_store.set_thread_type(conn, thread, change.type, now_ms)
+        thread = thread_store.set_thread_type(conn, thread, None if change.type == "auto" else change.type, now_ms)
     return (thread.name, thread.description, thread.status, thread.type) != (
         before.name,
         before.description,

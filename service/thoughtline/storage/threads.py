@@ -169,8 +169,8 @@ def set_thread_status(conn: apsw.Connection, thread: ThreadRow, status: str, now
     return require_thread(conn, thread.name)
 
 
-def set_thread_type(conn: apsw.Connection, thread: ThreadRow, kind: str, now_ms: int) -> ThreadRow:
-    """Set the type a user chose; setting the type a thread already has changes nothing."""
+def set_thread_type(conn: apsw.Connection, thread: ThreadRow, kind: str | None, now_ms: int) -> ThreadRow:
+    """Set the type a user chose (None: derive it from the events again); setting the one it has changes nothing."""
     if kind != thread.type:
         conn.execute("UPDATE threads SET type = ?, updated_at = ? WHERE id = ?", (kind, now_ms, thread.rowid))
     return require_thread(conn, thread.name)
