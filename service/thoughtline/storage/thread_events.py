@@ -127,8 +127,11 @@ def latest_events(
         f") SELECT {_COLS} FROM top JOIN sequences s ON s.id = top.seq "
         f"JOIN thoughts t INDEXED BY {index} ON t.sequence_id = top.seq "
         "LEFT JOIN branches b ON b.id = t.branch "
-        f"WHERE {_EVENTISH.format(t='t')} AND {match_t} AND {_window('t')} "
-        f"AND t.created_at >= coalesce(({newest_of.format(seq='top.seq', offset=':limit - 1')}), :none) "
+        f"WHERE {_EVENTISH.format(t='t')} AND {match_t} AND t.created_at <= coalesce(:until, :never) "
+        # One lower bound, so the member's seek starts at its limit-th newest: with two, SQLite may
+        # seek on the window's and test the subquery on every row.
+        "AND t.created_at >= max(coalesce(:after + 1, :none), "
+        f"coalesce(({newest_of.format(seq='top.seq', offset=':limit - 1')}), :none)) "
         "ORDER BY t.created_at DESC, t.id DESC LIMIT :limit"
     )
     params = {
