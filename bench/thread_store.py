@@ -164,6 +164,9 @@ def scratch_store(args: argparse.Namespace, prefix: str) -> Iterator[tuple[Path,
         started = time.perf_counter()
         if args.data is not None:
             shutil.copytree(args.data, data_dir)
+            conn = connect(path, "wal")
+            migrate(conn)  # a store written by an older Thoughtline: as the server would on open
+            conn.close()
             held = store_counts(path)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
