@@ -158,3 +158,14 @@ async def test_a_store_that_cannot_be_opened_answers_503_storage_error_not_a_500
             code, message = refusal(await api.get("/threads"), 503)
     assert code == "storage_error"
     assert "Traceback" not in message
+
+
+async def test_the_index_names_the_api_and_the_library_and_only_the_read_by_id_when_off(settings: Settings) -> None:
+    with served(settings) as on, served(settings.with_overrides(library=False)) as off:
+        async with httpx.AsyncClient() as http:
+            described = (await http.get(on.server.base_url + "/")).json()["endpoints"]
+            described_off = (await http.get(off.server.base_url + "/")).json()["endpoints"]
+    assert described["api"].startswith("/api/v1 ")
+    assert described["library"].startswith("/library ")
+    assert described_off["api"].startswith("/api/v1/sequences/{sequenceId} ")
+    assert "library" not in described_off

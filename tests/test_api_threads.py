@@ -192,3 +192,15 @@ async def test_the_briefing_is_the_tools_briefing(app: Served) -> None:
     assert rest["thread"]["state"] == "blocked"
     assert len(rest["events"]) == 1
     assert bad[0] == bad_since[0] == "invalid_input"
+
+
+async def test_patch_type_auto_clears_a_set_type_back_to_derived(app: Served) -> None:
+    async with api_client(app) as api:
+        await api.post("/threads", json={"name": "pg"})
+        set_once = body(await api.patch("/threads/pg", json={"type": "relationship"}))
+        cleared = body(await api.patch("/threads/pg", json={"type": "auto"}))
+        code, message = refusal(await api.patch("/threads/pg", json={"type": None}), 400)
+    assert (set_once["type"], set_once["typeSource"]) == ("relationship", "user")
+    assert (cleared["type"], cleared["typeSource"]) == ("topic", "derived")
+    assert code == "invalid_input"
+    assert "cannot be null" in message

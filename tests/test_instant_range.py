@@ -4,11 +4,19 @@ the caller's mistake (`invalid_input`), never a storage failure."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.thread_support import Served, call, connected, create, refused, served
 from thoughtline.config import Settings
+from thoughtline.storage.thoughts import iso
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_FIRST_MS = int((datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) / timedelta(milliseconds=1))
+_LAST_MS = int((datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC) - _EPOCH) / timedelta(milliseconds=1))
 
 pytestmark = pytest.mark.anyio
 
@@ -34,3 +42,9 @@ async def test_a_briefing_since_the_first_full_day_of_the_calendar_is_answered(a
         await create(client, "Hiring")
         brief = await call(client, "thread_briefing", name="Hiring", since="0001-01-02T00:00:00+23:59")
     assert brief["changedSince"]["since"].startswith("0001-01-01T00:01:00")
+
+
+@given(st.integers(min_value=_FIRST_MS, max_value=_LAST_MS))
+def test_every_stored_instant_of_the_calendar_is_written_as_datetime_writes_it(ms: int) -> None:
+    exact = (_EPOCH + timedelta(milliseconds=ms)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    assert iso(ms) == exact

@@ -136,3 +136,22 @@ async def test_import_refuses_a_thread_type_no_tool_could_set_and_imports_nothin
         async with connected(copy) as client:
             listed = await call(client, "configure_thread", action="list", includeArchived=True)
     assert listed["threads"] == []
+
+
+async def test_set_type_auto_makes_a_set_type_derived_from_the_events_again(app: Served) -> None:
+    async with connected(app) as client:
+        await create(client, "outage")
+        seq = await think(client, "Checkout returns 502s", threads=["outage"], event="blocker")
+        await think(client, "Rolled back the proxy; fixed", 2, sequenceId=seq, event="resolution", done=True)
+        await call(client, "configure_thread", action="set_type", name="outage", type="relationship")
+        reset = await call(client, "configure_thread", action="set_type", name="outage", type="auto")
+        again = await call(client, "configure_thread", action="set_type", name="outage", type="auto")
+        brief = await call(client, "thread_briefing", name="outage")
+        reset_text = text(
+            await client.call_tool("configure_thread", {"action": "set_type", "name": "outage", "type": "auto"})
+        )
+    assert (reset["thread"]["type"], reset["thread"]["typeSource"], reset["changed"]) == ("case", "derived", True)
+    assert again["changed"] is False
+    assert (brief["thread"]["type"], brief["thread"]["typeSource"]) == ("case", "derived")
+    assert app.query("SELECT type FROM threads") == [(None,)]
+    assert "derived from its events" in reset_text

@@ -14,7 +14,7 @@ from typing import Any, Literal, get_args
 
 from thoughtline.domain.thread_names import MAX_DESCRIPTION
 from thoughtline.domain.thread_state import DerivedEventKind, TaggedEventKind
-from thoughtline.domain.thread_types import THREAD_TYPES, ThreadType
+from thoughtline.domain.thread_types import TYPE_SETTINGS, TypeSetting
 from thoughtline.errors import invalid
 
 MAX_THOUGHT_CHARS = 20_000
@@ -33,7 +33,7 @@ PROPOSAL_PREFIX = "prp_"
 EVENT_KINDS: tuple[str, ...] = get_args(TaggedEventKind)
 DERIVED_EVENT_KINDS: tuple[str, ...] = get_args(DerivedEventKind)
 
-_THREAD_TYPE_OF: dict[str, ThreadType] = {kind: kind for kind in get_args(ThreadType)}
+_TYPE_SETTING_OF: dict[str, TypeSetting] = {kind: kind for kind in get_args(TypeSetting)}
 
 SEQUENCE_ID_RE = re.compile(r"^seq_[0-9a-f]{32}$")
 _INT_RE = re.compile(r"^\s*[+]?\d{1,12}\s*$")
@@ -157,9 +157,9 @@ def optional_one_of(args: Mapping[str, Any], field: str, choices: Sequence[str])
     return None if value is None else one_of(value, field, choices)
 
 
-def parse_thread_type(value: object, field: str = "type") -> ThreadType:
-    """A thread type a user sets: work, case, relationship or topic."""
-    return _THREAD_TYPE_OF[one_of(value, field, THREAD_TYPES)]
+def parse_thread_type(value: object, field: str = "type") -> TypeSetting:
+    """A thread type a user sets: work, case, relationship or topic, or auto (derived from its events again)."""
+    return _TYPE_SETTING_OF[one_of(value, field, TYPE_SETTINGS)]
 
 
 def require_confirm(args: Mapping[str, Any], why: str) -> None:

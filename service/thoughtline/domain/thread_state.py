@@ -7,9 +7,9 @@ functions, so each rule is tested directly on tables of cases.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, Protocol, TypeVar, get_args
 
 # The one list of event kinds (SPEC §5.3): callers may tag the first nine on a thought; the
 # last two are derived only. `domain/arguments.py` and the schemas take their lists from here.
@@ -33,7 +33,7 @@ DAY_MS = 86_400_000
 MAX_EVENT_TEXT = 280
 MAX_HEADLINE = 160
 # The kinds whose latest occurrence decides whether a thread counts as resolved.
-_OUTCOME_KINDS = frozenset({"resolution", "blocker", "question", "setback"})
+OUTCOME_KINDS = frozenset({"resolution", "blocker", "question", "setback"})
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 _KINDS: dict[str, EventKind] = {kind: kind for kind in get_args(EventKind)}
 
@@ -88,7 +88,20 @@ class OpenItems:
         return not self.blockers and not self.questions
 
 
-def _close(open_events: list[Event], closer: Event) -> None:
+class Opening(Protocol):
+    """What the open-item rule reads of an event: its kind and its sequence."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def sequence_id(self) -> object: ...
+
+
+_Item = TypeVar("_Item", bound=Opening)
+
+
+def _close(open_events: list[_Item], closer: Opening) -> None:
     """Remove the most recent open item of the closer's sequence, else the thread's most recent."""
     for i in range(len(open_events) - 1, -1, -1):
         if open_events[i].sequence_id == closer.sequence_id:
@@ -98,10 +111,14 @@ def _close(open_events: list[Event], closer: Event) -> None:
         open_events.pop()
 
 
-def open_items(events: Sequence[Event]) -> OpenItems:
-    """Open blockers and questions after `events` (in time order)."""
-    blockers: list[Event] = []
-    questions: list[Event] = []
+def still_open(events: Iterable[_Item]) -> tuple[list[_Item], list[_Item]]:
+    """(blockers, questions) no later event of `events` (in time order) closed, oldest first.
+
+    Any kind of item that has a `kind` and a `sequence_id` will do, so a caller may replay light
+    rows and look up only the ones left open.
+    """
+    blockers: list[_Item] = []
+    questions: list[_Item] = []
     for event in events:
         if event.kind == "blocker":
             blockers.append(event)
@@ -111,6 +128,12 @@ def open_items(events: Sequence[Event]) -> OpenItems:
             _close(blockers, event)
         elif event.kind == "answer":
             _close(questions, event)
+    return blockers, questions
+
+
+def open_items(events: Sequence[Event]) -> OpenItems:
+    """Open blockers and questions after `events` (in time order)."""
+    blockers, questions = still_open(events)
     return OpenItems(tuple(blockers), tuple(questions))
 
 
@@ -120,12 +143,22 @@ def reduce_state(events: Sequence[Event], lifecycle: Lifecycle, items: OpenItems
     `items` may pass `open_items(events)` when the caller has it already.
     """
     items = open_items(events) if items is None else items
-    outcomes = [e for e in events if e.kind in _OUTCOME_KINDS]
-    if outcomes and outcomes[-1].kind == "resolution" and items.nothing_open:
+    outcomes: list[str | None] = [None, *(e.kind for e in events if e.kind in OUTCOME_KINDS)]
+    latest = events[-1].kind if events else None
+    return state_of(bool(items.blockers), bool(items.questions), outcomes[-1], latest, lifecycle)
+
+
+def state_of(
+    blocked: bool, asking: bool, latest_outcome: str | None, latest: str | None, lifecycle: Lifecycle
+) -> State:
+    """The state rule on what it reads of the events, so a briefing need not hold them all:
+    whether a blocker or a question is open, the kind of the latest outcome (of `OUTCOME_KINDS`)
+    and the kind of the latest event."""
+    if latest_outcome == "resolution" and not blocked and not asking:
         return "resolved"
-    if items.blockers:
+    if blocked:
         return "blocked"
-    if items.questions or (events and events[-1].kind == "setback"):
+    if asking or latest == "setback":
         return "uncertain"
     if lifecycle in ("dormant", "closed"):
         return "stable"

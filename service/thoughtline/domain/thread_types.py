@@ -20,6 +20,9 @@ from typing import Literal, get_args
 
 ThreadType = Literal["work", "case", "relationship", "topic"]
 THREAD_TYPES: tuple[str, ...] = get_args(ThreadType)
+# What a user may set: a type, or `auto` to have it derived from the events again.
+TypeSetting = Literal[ThreadType, "auto"]
+TYPE_SETTINGS: tuple[str, ...] = (*THREAD_TYPES, "auto")
 _TYPE_OF: dict[str, ThreadType] = {kind: kind for kind in get_args(ThreadType)}
 
 # The event kinds the derivation reads; storage fetches only these.

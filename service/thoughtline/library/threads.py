@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import apsw
 
 from thoughtline.domain.thread_state import Lifecycle, lifecycle
-from thoughtline.domain.thread_types import TYPE_EVENT_KINDS, ThreadType, thread_type
+from thoughtline.domain.thread_types import TYPE_EVENT_KINDS, ThreadType, TypeSetting, thread_type
 from thoughtline.errors import DomainError
+from thoughtline.storage import thread_events
 from thoughtline.storage import threads as thread_store
 from thoughtline.storage.router import UserStore
 
@@ -51,7 +52,7 @@ class ThreadChange:
     new_name: str | None = None
     description: str | None = None
     status: str | None = None  # "active" | "archived"
-    type: ThreadType | None = None
+    type: TypeSetting | None = None  # "auto": derived from the events again
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def lifecycle_of(thread: thread_store.ThreadRow, last_ms: int, now_ms: int, peri
 def view(conn: apsw.Connection, thread: thread_store.ThreadRow, now_ms: int, periods: Periods) -> ThreadView:
     """The thread object of one registry entry (inside the caller's snapshot or transaction)."""
     stats = thread_store.thread_stats(conn, thread)
-    kinds = thread_store.event_kinds(conn, thread.rowid, TYPE_EVENT_KINDS) if thread.type is None else set()
+    kinds = thread_events.event_kinds(conn, thread.rowid, TYPE_EVENT_KINDS) if thread.type is None else set()
     kind, kind_set = thread_type(thread.type, kinds)
     return ThreadView(
         name=thread.name,
@@ -140,7 +141,7 @@ def _apply(conn: apsw.Connection, thread: thread_store.ThreadRow, change: Thread
     if change.status is not None:
         thread = thread_store.set_thread_status(conn, thread, change.status, now_ms)
     if change.type is not None:
-        thread = thread_store.set_thread_type(conn, thread, change.type, now_ms)
+        thread = thread_store.set_thread_type(conn, thread, None if change.type == "auto" else change.type, now_ms)
     return (thread.name, thread.description, thread.status, thread.type) != (
         before.name,
         before.description,

@@ -12,7 +12,7 @@ import mcp_types as types
 
 from thoughtline.domain import arguments
 from thoughtline.domain.thread_names import MAX_DESCRIPTION, MAX_NAME
-from thoughtline.domain.thread_types import THREAD_TYPES
+from thoughtline.domain.thread_types import THREAD_TYPES, TYPE_SETTINGS
 from thoughtline.library.briefing import DEFAULT_EVENTS, MAX_EVENTS
 from thoughtline.mcp.schema_parts import closed_input, record, tool_annotations
 from thoughtline.mcp.schemas import nullable
@@ -38,9 +38,10 @@ CONFIGURE_DESCRIPTION = """Create and curate threads: named, long-running topics
 action: list (includeArchived) | create (name, description) | rename (name, newName) |
 set_description (name, description) | archive | unarchive (name) | delete (name, confirm: true) |
 pin / unpin (name, sequenceId) | set_type (name, type: work, case, relationship or topic; until set,
-a thread's type is derived from its events). Names are 1-64 characters, unique case-insensitively. A sequence
-also joins threads when sequentialthinking is called with threads: [names]. Deleting a thread
-never deletes a sequence; archiving keeps its members but refuses new ones from sequentialthinking."""
+a thread's type is derived from its events, and type auto derives it again). Names are 1-64
+characters, unique case-insensitively. A sequence also joins threads when sequentialthinking is
+called with threads: [names]. Deleting a thread never deletes a sequence; archiving keeps its
+members but refuses new ones from sequentialthinking."""
 
 BRIEFING_DESCRIPTION = """Catch up on a thread: its state, open blockers and questions, decisions, latest conclusion,
 recent events and member sequences.
@@ -118,7 +119,11 @@ def configure_tool() -> types.Tool:
                 "includeArchived": {"type": "boolean", "description": "With list: show archived threads too."},
                 "confirm": {"type": "boolean", "const": True, "description": "With delete: must be true."},
                 "sequenceId": {"type": "string", "pattern": "^seq_[0-9a-f]{32}$"},
-                "type": {**_TYPE, "description": "With set_type: what kind of thread this is."},
+                "type": {
+                    "type": "string",
+                    "enum": list(TYPE_SETTINGS),
+                    "description": "With set_type: what kind of thread this is (auto: derived from its events).",
+                },
             },
             ["action"],
         ),

@@ -23,7 +23,7 @@ from thoughtline.domain.arguments import (
     require_confirm,
 )
 from thoughtline.domain.thread_names import check_name
-from thoughtline.domain.thread_types import THREAD_TYPES, ThreadType
+from thoughtline.domain.thread_types import TYPE_SETTINGS, TypeSetting
 from thoughtline.domain.wording import counted
 from thoughtline.errors import invalid
 from thoughtline.library import threads
@@ -57,11 +57,11 @@ def thread_name(args: Mapping[str, Any], field: str = "name") -> str:
     return check_name(value, field)
 
 
-def thread_type_argument(args: Mapping[str, Any]) -> ThreadType:
+def thread_type_argument(args: Mapping[str, Any]) -> TypeSetting:
     """The required `type` of set_type."""
     value = args.get("type")
     if value is None:
-        raise invalid(f"'type' is required with set_type: one of {', '.join(THREAD_TYPES)}.")
+        raise invalid(f"'type' is required with set_type: one of {', '.join(TYPE_SETTINGS)}.")
     return parse_thread_type(value)
 
 
@@ -165,7 +165,8 @@ def _render(result: Mapping[str, Any]) -> str:
         "unarchive": f"Thread {t['name']!r} is active again.",
         "pin": f"Sequence {result.get('sequenceId')} is a member of {t['name']!r}.",
         "unpin": f"Sequence {result.get('sequenceId')} is not a member of {t['name']!r}; it won't be proposed again.",
-        "set_type": f"Thread {t['name']!r} is now a {t['type']} thread.",
+        "set_type": f"Thread {t['name']!r} is now a {t['type']} thread"
+        + (" (derived from its events)." if t["typeSource"] == "derived" else "."),
     }
     return f"{verbs[action]}\n{_thread_line(t)}"
 

@@ -220,7 +220,8 @@ async def thread_page(request: Request, session: Session, source: Source) -> Res
         '<textarea id="describe" name="description" rows="2" maxlength="2000">'
         f"{e(thread.get('description', ''))}</textarea>"
         '<button type="submit" class="btn">Save description</button></form>'
-        f"{_type_form(session, base, str(kind or ''))}{_archive_button(session, base, archived)}"
+        f"{_type_form(session, base, str(kind or '') if thread.get('typeSource') == 'user' else 'auto')}"
+        f"{_archive_button(session, base, archived)}"
         "</section>"
     )
     story = "".join(
@@ -241,7 +242,11 @@ async def thread_page(request: Request, session: Session, source: Source) -> Res
 
 
 def _type_form(session: Session, base: str, current: str) -> str:
-    options = "".join(f'<option value="{t}"{" selected" if t == current else ""}>{t}</option>' for t in THREAD_TYPES)
+    """The type select: a type to set, or auto (derived from the events, as until one is set)."""
+    labels = {t: t for t in THREAD_TYPES} | {"auto": "auto (from its events)"}
+    options = "".join(
+        f'<option value="{t}"{" selected" if t == current else ""}>{label}</option>' for t, label in labels.items()
+    )
     return (
         f'<form method="post" action="{e(base)}/type" class="inline">{csrf_field(session)}'
         f'<label for="thread-type">Type</label><select id="thread-type" name="type">{options}</select>'

@@ -425,6 +425,22 @@ CREATE INDEX thoughts_event_log ON thoughts(sequence_id, event, next_needed, is_
     WHERE event IS NOT NULL OR next_needed = 0 OR is_revision = 1;
 """
 
+# Bounded briefings and thread lists (issue 18): each event a briefing shows is a seek per member
+# in time order, (time, id), of all events or of one kind (`storage/thread_events.py`), replacing
+# 0005's and 0012's indexes, which made it read every event; a member's last thought time is
+# read from an index, not its row.
+BOUNDED_EVENTS = """
+DROP INDEX thoughts_events;
+DROP INDEX thoughts_event_log;
+CREATE INDEX thoughts_event_time
+    ON thoughts(sequence_id, created_at, id, event, next_needed, is_revision, number, branch)
+    WHERE event IS NOT NULL OR next_needed = 0 OR is_revision = 1;
+CREATE INDEX thoughts_event_kinds
+    ON thoughts(sequence_id, event, created_at, id, next_needed, is_revision, number, branch)
+    WHERE event IS NOT NULL OR next_needed = 0 OR is_revision = 1;
+CREATE INDEX thoughts_by_position_time ON thoughts(sequence_id, position, created_at);
+"""
+
 
 MIGRATIONS: Sequence[Migration] = (
     Migration("0001_core", _sql(CORE)),
@@ -441,6 +457,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("0012_thread_type", _sql(THREAD_TYPE)),
     # Every vector also as int8 codes, so opening a store reads those (storage/vector_codes.py).
     Migration("0013_vector_codes", code_existing),
+    Migration("0014_bounded_thread_events", _sql(BOUNDED_EVENTS)),
 )
 
 

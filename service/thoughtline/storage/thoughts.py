@@ -7,11 +7,12 @@ write (camelCase fields, prose) is the MCP layer's to render from `Written`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import date, timedelta
 from typing import Any
 
 import apsw
@@ -43,9 +44,26 @@ def rows(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> list[
     return list(conn.execute(sql, params))
 
 
+_EPOCH = date(1970, 1, 1)
+
+
 def iso(ms: int) -> str:
-    """Unix milliseconds as an ISO-8601 UTC timestamp."""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """Unix milliseconds as an ISO-8601 UTC timestamp (`2026-12-01T23:02:47.123Z`).
+
+    Integer arithmetic below the day, one cached date per day: a briefing of a few hundred
+    members writes two of these per member, and this is ~10x cheaper than a datetime each.
+    """
+    days, rest = divmod(ms, 86_400_000)
+    seconds, milli = divmod(rest, 1000)
+    hours, seconds = divmod(seconds, 3600)
+    minutes, seconds = divmod(seconds, 60)
+    return f"{_iso_date(days)}T{hours:02d}:{minutes:02d}:{seconds:02d}.{milli:03d}Z"
+
+
+@functools.lru_cache(maxsize=4096)
+def _iso_date(days: int) -> str:
+    day = _EPOCH + timedelta(days=days)
+    return f"{day.year:04d}-{day.month:02d}-{day.day:02d}"
 
 
 def cursor_secret(conn: apsw.Connection) -> str:

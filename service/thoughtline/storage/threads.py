@@ -1,10 +1,11 @@
-"""Thread SQL: the registry, confirmed memberships, and the rows a briefing is built from.
+"""Thread SQL: the registry, confirmed memberships, counts and latest activity.
 
 Typed functions over an apsw connection inside the caller's transaction (the writer's, or a
 read snapshot). Threads are looked up by `name_key` (the casefolded name), never by `name`.
 Proposal matching and review live with the proposals (`library/proposals.py`); this module only
 keeps their tables consistent when memberships change, and reads the term statistics matching
-weighs words with (from the keyword index's vocabulary).
+weighs words with (from the keyword index's vocabulary). The events a briefing shows are read by
+`storage/thread_events.py`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from thoughtline.errors import DomainError
 from thoughtline.storage.thoughts import rows
 
 _THREAD_COLS = "id, name, description, status, created_at, updated_at, type"
-# Events are read up to this many characters of the thought; the briefing clips them to 280.
-_EVENT_TEXT_CHARS = 600
 
 
 @dataclass(frozen=True)
@@ -63,20 +62,6 @@ class MemberRow:
     updated_at: int
     added_by: str
     joined_at: int
-
-
-@dataclass(frozen=True)
-class EventRow:
-    """A member thought that is (or may be) an event; its text is read only for the events shown."""
-
-    thought_id: int
-    event: str | None
-    final: bool
-    revision: bool
-    at: int
-    sequence_id: str
-    thought_number: int
-    branch_id: str | None
 
 
 def find_thread(conn: apsw.Connection, name: str) -> ThreadRow | None:
@@ -184,28 +169,11 @@ def set_thread_status(conn: apsw.Connection, thread: ThreadRow, status: str, now
     return require_thread(conn, thread.name)
 
 
-def set_thread_type(conn: apsw.Connection, thread: ThreadRow, kind: str, now_ms: int) -> ThreadRow:
-    """Set the type a user chose; setting the type a thread already has changes nothing."""
+def set_thread_type(conn: apsw.Connection, thread: ThreadRow, kind: str | None, now_ms: int) -> ThreadRow:
+    """Set the type a user chose (None: derive it from the events again); setting the one it has changes nothing."""
     if kind != thread.type:
         conn.execute("UPDATE threads SET type = ?, updated_at = ? WHERE id = ?", (kind, now_ms, thread.rowid))
     return require_thread(conn, thread.name)
-
-
-def event_kinds(conn: apsw.Connection, thread_rowid: int, kinds: frozenset[str]) -> set[str]:
-    """Which of `kinds` the member thoughts of a thread carry as explicit events.
-
-    One EXISTS per kind, so a kind stops at its first thought; the thought filter repeats the
-    WHERE of the partial index `thoughts_event_log`, whose leading (sequence, event) it seeks.
-    """
-    ordered = sorted(kinds)
-    probes = ", ".join(
-        "EXISTS (SELECT 1 FROM thread_members m JOIN thoughts t INDEXED BY thoughts_event_log "
-        "ON t.sequence_id = m.sequence_id WHERE m.thread = ?1 "
-        f"AND (t.event IS NOT NULL OR t.next_needed = 0 OR t.is_revision = 1) AND t.event = ?{n})"
-        for n in range(2, len(ordered) + 2)
-    )
-    found = rows(conn, f"SELECT {probes}", (thread_rowid, *ordered))[0] if ordered else ()
-    return {kind for kind, present in zip(ordered, found, strict=True) if present}
 
 
 def delete_thread(conn: apsw.Connection, thread: ThreadRow) -> tuple[int, int]:
@@ -259,47 +227,6 @@ def members(conn: apsw.Connection, thread_rowid: int) -> list[MemberRow]:
         (thread_rowid,),
     )
     return [MemberRow(*r) for r in found]
-
-
-def event_rows(conn: apsw.Connection, thread_rowid: int) -> list[EventRow]:
-    """Member thoughts that carry an event or a derived one, oldest first (without their text).
-
-    The thought filter repeats the WHERE of the partial index `thoughts_event_log`, which covers
-    every column read here, so no thought row is visited.
-    """
-    found = rows(
-        conn,
-        "SELECT t.id, t.event, t.next_needed, t.is_revision, t.created_at, s.public_id, t.number, b.name "
-        "FROM thread_members m JOIN sequences s ON s.id = m.sequence_id "
-        "JOIN thoughts t INDEXED BY thoughts_event_log ON t.sequence_id = m.sequence_id "
-        "LEFT JOIN branches b ON b.id = t.branch "
-        "WHERE m.thread = ? AND (t.event IS NOT NULL OR t.next_needed = 0 OR t.is_revision = 1) "
-        "ORDER BY t.created_at, t.id",
-        (thread_rowid,),
-    )
-    return [
-        EventRow(
-            thought_id=int(r[0]),
-            event=r[1],
-            final=not r[2],
-            revision=bool(r[3]),
-            at=int(r[4]),
-            sequence_id=str(r[5]),
-            thought_number=int(r[6]),
-            branch_id=r[7],
-        )
-        for r in found
-    ]
-
-
-def event_texts(conn: apsw.Connection, thought_ids: Iterable[int]) -> dict[int, str]:
-    """The opening of each of these thoughts (as much as an event shows, and then some)."""
-    found = rows(
-        conn,
-        f"SELECT id, substr(body, 1, {_EVENT_TEXT_CHARS}) FROM thoughts WHERE id IN (SELECT value FROM json_each(?))",
-        (json.dumps(sorted(set(thought_ids))),),
-    )
-    return {int(r[0]): str(r[1]) for r in found}
 
 
 def sequence_rowid(conn: apsw.Connection, public_id: str) -> int | None:

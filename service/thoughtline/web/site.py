@@ -38,12 +38,24 @@ def durability(settings: Settings) -> dict[str, Any]:
     }
 
 
+def person_endpoints(settings: Settings) -> dict[str, str]:
+    """The surfaces for a person and for scripts (docs/api.md): all of them with the library on,
+    only the read of a sequence by its id with it off."""
+    if not settings.library:
+        return {"api": "/api/v1/sequences/{sequenceId} (the library is off: reading a sequence by its id only)"}
+    return {
+        "api": "/api/v1 (REST: sequences, search, threads, proposals, briefings; bearer token or session)",
+        "library": "/library (pages for a person; sign in with the link `thoughtline open` prints)",
+    }
+
+
 class Index:
     """`GET /`: name, version, endpoints, tools, and whether storage is durable."""
 
     def __init__(self, services: Services) -> None:
         self._settings = services.settings
         self._tools = [tool.name for tool in services.registry.tools]
+        self._people = person_endpoints(services.settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = JSONResponse(
@@ -56,6 +68,7 @@ class Index:
                     "mcp-compat": "/mcp-compat (protocols 2025-03-26, 2025-06-18, 2025-11-25)",
                     "health": "/healthz",
                     "oauth-protected-resource": "/.well-known/oauth-protected-resource/mcp",
+                    **self._people,
                 },
                 "tools": self._tools,
                 **durability(self._settings),
