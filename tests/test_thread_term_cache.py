@@ -66,3 +66,19 @@ def test_a_write_after_the_first_lookup_costs_no_vocabulary_lookup(conn: apsw.Co
     assert cache.lookups == looked  # counted from the new thought's own body
     assert got.frequency[terms(conn, "pgbouncer")[0]] == 2
     assert got == term_statistics(conn, wanted(conn))
+
+
+def test_a_reader_on_an_older_snapshot_gets_that_snapshots_statistics(conn: apsw.Connection, tmp_path: Path) -> None:
+    cache = TermCache()
+    seq = write(conn, "pgbouncer pool exhausted")
+    old = connect(tmp_path / "s.sqlite3", "wal")
+    try:
+        old.execute("BEGIN")
+        then = term_statistics(old, wanted(old))  # pins the older snapshot
+        write(conn, "pgbouncer pool again", seq, 2)
+        assert cache.statistics(conn, wanted(conn)) == term_statistics(conn, wanted(conn))
+        assert cache.statistics(old, wanted(old)) == then
+        assert cache.statistics(conn, wanted(conn)) == term_statistics(conn, wanted(conn))
+        old.execute("COMMIT")
+    finally:
+        old.close()

@@ -77,8 +77,10 @@ class TermCache:
         known = self._known
         if known is not None and known.mark == now:
             return known
-        if known is not None and known.mark.generation == now.generation and now.last_id < known.mark.last_id:
-            return None  # a reader on an older snapshot: it looks its terms up itself
+        if known is not None and (now.generation, now.last_id) < (known.mark.generation, known.mark.last_id):
+            # A reader on an older snapshot (the generation only grows; within one, so do the
+            # ids): it looks its terms up itself and leaves the newer cache alone.
+            return None
         if known is None or known.mark.generation != now.generation or now.last_id - known.mark.last_id > CATCH_UP:
             self._known = _Known(now)
             return self._known
