@@ -138,8 +138,8 @@ def _cosines(
         described = term_vector(c.description_counts[topic], stats.frequency, stats.documents)
         member_words: list[Terms] = [term_vector(c.counts[s], stats.frequency, stats.documents) for s in ids]
         # The service's embedding part at the two ends of `best_thought`: the mean's and the closest thought's.
-        mean, _ = embedding_part(c.vectors[seq_id], c.thought_vectors[seq_id], v, Tuning(0.0, 0.0, k, 0.0))
-        best, _ = embedding_part(c.vectors[seq_id], c.thought_vectors[seq_id], v, Tuning(0.0, 0.0, k, 1.0))
+        mean = embedding_part(c.vectors[seq_id], c.thought_vectors[seq_id], v, Tuning(0.0, 0.0, k, 0.0))
+        best = embedding_part(c.vectors[seq_id], c.thought_vectors[seq_id], v, Tuning(0.0, 0.0, k, 1.0))
         dense[topic] = (mean, best)
         sparse[topic] = term_cosine(seq_words, thread_terms(described, member_words, k))
     return dense, sparse

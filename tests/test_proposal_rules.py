@@ -11,6 +11,7 @@ import pytest
 from thoughtline.library.proposals import (
     ThreadProfile,
     Tuning,
+    closest_thought,
     embedding_part,
     member_weight,
     picks,
@@ -124,9 +125,9 @@ def test_a_thought_squarely_on_the_thread_lifts_a_member_over_a_stranger_near_it
     def part(thoughts: np.ndarray, tuning: Tuning) -> float:
         seq = sequence_vector(thoughts)
         assert seq is not None
-        return embedding_part(seq, thoughts, thread, tuning)[0]
+        return embedding_part(seq, thoughts, thread, tuning)
 
     assert part(stranger, mean_only) > part(member, mean_only)
     assert part(member, blended) > part(stranger, blended)
     assert part(member, blended) == pytest.approx(0.5 * math.sqrt(0.5) + 0.5 * 1.0)
-    assert embedding_part(v(1, 1, 0, 0), member, thread, blended)[1] == 0  # the evidence: the closest thought
+    assert closest_thought(member, thread) == 0  # the evidence

@@ -153,20 +153,24 @@ def similarity(vector_cosine: float, words_cosine: float, tuning: Tuning) -> flo
     return (1.0 - tuning.words) * vector_cosine + tuning.words * words_cosine
 
 
-def embedding_part(
-    sequence: Vector, thought_vectors: NDArray[np.float32], thread: Vector, tuning: Tuning
-) -> tuple[float, int]:
-    """The embeddings' part of the similarity, and the index of the thought closest to the thread.
+def embedding_part(sequence: Vector, thought_vectors: NDArray[np.float32], thread: Vector, tuning: Tuning) -> float:
+    """The embeddings' part of the similarity: the mean vector's cosine, blended with the closest thought's.
 
-    The mean vector's cosine blended with the closest thought's (`best_thought`; 0 ships, so the
-    part is the mean's cosine): a member usually has one thought squarely about its thread, while
-    a same-domain stranger is near it everywhere and close nowhere. On dev that widened the gap
-    the mean alone leaves; on test it did not (docs/threads.md, "Calibration").
+    `best_thought` weighs the closest thought (0 ships, so the part is the mean's cosine and no
+    per-thought product is made for pairs never proposed): a member usually has one thought
+    squarely about its thread, while a same-domain stranger is near it everywhere and close
+    nowhere. On dev that widened the gap the mean alone leaves; on test it did not
+    (docs/threads.md, "Calibration").
     """
-    per_thought = thought_vectors @ thread
-    best = int(np.argmax(per_thought))
     mean = float(sequence @ thread)
-    return (1.0 - tuning.best_thought) * mean + tuning.best_thought * float(per_thought[best]), best
+    if not tuning.best_thought:
+        return mean
+    return (1.0 - tuning.best_thought) * mean + tuning.best_thought * float(np.max(thought_vectors @ thread))
+
+
+def closest_thought(thought_vectors: NDArray[np.float32], thread: Vector) -> int:
+    """The index of the thought closest to a thread's vector: a proposal's evidence."""
+    return int(np.argmax(thought_vectors @ thread))
 
 
 def picks(
@@ -180,8 +184,8 @@ def picks(
 
     Each thread judges the sequence on its own: every thread whose similarity reaches the
     threshold, in thread order. A thread without a vector is never matched; a sequence without
-    one matches nothing. The evidence is the thought closest to the thread's vector (whose
-    cosine is part of the similarity).
+    one matches nothing. The evidence is the thought closest to the thread's vector (the one
+    `best_thought` weighs).
     """
     seq = sequence_vector(thought_vectors)
     if seq is None:
@@ -190,8 +194,9 @@ def picks(
     for thread, basis in sorted(threads.items()):
         if basis.vector is None:
             continue
-        dense, evidence = embedding_part(seq, thought_vectors, basis.vector, tuning)
+        dense = embedding_part(seq, thought_vectors, basis.vector, tuning)
         score = similarity(dense, term_cosine(words, basis.terms), tuning)
         if score >= tuning.threshold:
+            evidence = closest_thought(thought_vectors, basis.vector)
             out.append(Pick(thread, round(score, 4), thought_ids[evidence]))
     return out
