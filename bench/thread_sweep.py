@@ -1,23 +1,26 @@
 """The calibration grid for thread proposals: both flows replayed in memory, on train and dev only.
 
 Uses the service's own rules (`library.proposals`: `sequence_vector`, `thread_vector`,
-`term_vector`, `thread_terms`, `similarity`) on one model's vectors of the labelled texts and on
-their index terms (`storage.threads.terms`, the keyword index's tokenizer), so a grid costs one
-embedding pass. Document frequencies are counted as the store would hold them at each matching:
-over every thought written so far (flow A grows them sequence by sequence). A blend fixes both
-cosines of every pair a flow meets, so each is computed once per blend and the threshold / words
-grid only re-decides. The chosen point is the one whose worst recall (every split and flow, and the
-threshold moved ±0.02) is best while precision stays ≥ 0.9 and no trap is proposed at all three
-thresholds. This module reads `bench.eval_threads` (the labels and the scoring); nothing there
-imports it.
+`term_vector`, `thread_terms`, `embedding_part`, `similarity`) on one model's vectors of the
+labelled texts and on their index terms (`storage.threads.terms`, the keyword index's tokenizer),
+so a grid costs one embedding pass. Document frequencies are counted as the store would hold them
+at each matching: over every thought written so far (flow A grows them sequence by sequence). A
+blend fixes the three cosines of every pair a flow meets (the mean vector's, the closest
+thought's, the words'), so each is computed once per blend and the threshold / words /
+best-thought grid only re-decides. The chosen point is the one whose worst recall (every split
+and flow, and the threshold moved ±0.02) is best while precision stays ≥ 0.9 and no trap is
+proposed at all three thresholds. This module reads `bench.eval_threads` (the labels and the
+scoring); nothing there imports it.
 
-    python -m bench.thread_sweep [--splits train,dev] [--model PATH] [--threshold T --words W --blend-k K]
+    python -m bench.thread_sweep [--splits train,dev] [--model PATH]
+        [--threshold T --words W --blend-k K --best-thought B]
     python -m bench.thread_sweep --curve --splits dev,test   # report the curve at the shipped point
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import numpy as np
+from numpy.typing import NDArray
 
 from bench.embed_cache import cached_embedder, model_tag
 from bench.eval_threads import LabelledSet, Score, load, score
@@ -34,6 +39,7 @@ from thoughtline.library.proposals import (
     Terms,
     Tuning,
     Vector,
+    embedding_part,
     sequence_vector,
     similarity,
     term_cosine,
@@ -47,13 +53,15 @@ from thoughtline.storage.threads import terms
 THRESHOLDS = [round(0.15 + 0.01 * i, 2) for i in range(61)]
 WORDS = [0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 BLENDS = [0.5, 1.0, 2.0, 4.0]
+BEST = [0.0, 0.25, 0.5, 0.75, 1.0]
 MIN_PRECISION = 0.9
 # The chosen point must hold with the threshold moved this far either way.
 STEADY = 0.02
 
-# One matching of one sequence: its id, per thread topic the embeddings' cosine and the words'
-# cosine, and the threads it already belongs to at that moment (never proposed to them).
-Match = tuple[str, dict[str, float], dict[str, float], frozenset[str]]
+# One matching of one sequence: its id, per thread topic the embeddings' two cosines (the mean
+# vector's and the closest thought's) and the words' cosine, and the threads it already belongs to
+# at that moment (never proposed to them).
+Match = tuple[str, dict[str, tuple[float, float]], dict[str, float], frozenset[str]]
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,7 @@ class Corpus:
     """One split as a store sees it: sequence vectors, description vectors, and index terms."""
 
     vectors: dict[str, Vector]
+    thought_vectors: dict[str, NDArray[np.float32]]  # sequence id -> its thoughts' vectors, in order
     descriptions: dict[str, Vector | None]
     counts: dict[str, Counter[str]]  # sequence id -> term counts over its thoughts
     thought_terms: dict[str, list[frozenset[str]]]  # sequence id -> each thought's distinct terms
@@ -85,8 +94,10 @@ def corpus(data: LabelledSet, embedder: Embedder) -> Corpus:
             per_thought[seq["id"]].append(frozenset(cut))
     matrix = embedder.embed(texts)
     vectors: dict[str, Vector] = {}
+    thought_vectors: dict[str, NDArray[np.float32]] = {}
     for seq in data.sequences:
-        v = sequence_vector(matrix[[i for i, o in enumerate(owners) if o == seq["id"]]])
+        thought_vectors[seq["id"]] = matrix[[i for i, o in enumerate(owners) if o == seq["id"]]]
+        v = sequence_vector(thought_vectors[seq["id"]])
         if v is not None:
             vectors[seq["id"]] = v
     topics = sorted(data.threads)
@@ -95,7 +106,7 @@ def corpus(data: LabelledSet, embedder: Embedder) -> Corpus:
     descriptions = {t: unit(dm[i]) if described[i] else None for i, t in enumerate(topics)}
     description_counts = {t: Counter(terms(conn, described[i])) for i, t in enumerate(topics)}
     conn.close()
-    return Corpus(vectors, descriptions, counts, per_thought, description_counts)
+    return Corpus(vectors, thought_vectors, descriptions, counts, per_thought, description_counts)
 
 
 class Statistics:
@@ -114,10 +125,10 @@ class Statistics:
 
 def _cosines(
     data: LabelledSet, c: Corpus, stats: Statistics, members: Mapping[str, set[str]], k: float, seq_id: str
-) -> tuple[dict[str, float], dict[str, float]]:
+) -> tuple[dict[str, tuple[float, float]], dict[str, float]]:
     """One sequence's cosines against every thread, with the statistics and members of that moment."""
     seq_words = term_vector(c.counts[seq_id], stats.frequency, stats.documents)
-    dense: dict[str, float] = {}
+    dense: dict[str, tuple[float, float]] = {}
     sparse: dict[str, float] = {}
     for topic in sorted(data.threads):
         ids = [s for s in sorted(members[topic]) if s in c.vectors]
@@ -126,7 +137,10 @@ def _cosines(
             continue
         described = term_vector(c.description_counts[topic], stats.frequency, stats.documents)
         member_words: list[Terms] = [term_vector(c.counts[s], stats.frequency, stats.documents) for s in ids]
-        dense[topic] = float(c.vectors[seq_id] @ v)
+        # The service's embedding part at the two ends of `best_thought`: the mean's and the closest thought's.
+        mean = embedding_part(c.vectors[seq_id], c.thought_vectors[seq_id], v, Tuning(0.0, 0.0, k, 0.0))
+        best = embedding_part(c.vectors[seq_id], c.thought_vectors[seq_id], v, Tuning(0.0, 0.0, k, 1.0))
+        dense[topic] = (mean, best)
         sparse[topic] = term_cosine(seq_words, thread_terms(described, member_words, k))
     return dense, sparse
 
@@ -178,9 +192,12 @@ def matches_b(data: LabelledSet, c: Corpus, k: float) -> list[Match]:
 def decide(matches: Sequence[Match], tuning: Tuning) -> list[tuple[str, str]]:
     """The (thread topic, sequence id) pairs proposed under `tuning`: each thread judges on its own."""
     out: list[tuple[str, str]] = []
+    m = tuning.best_thought
     for seq_id, dense, sparse, member_of in matches:
         for topic in sorted(dense):
-            if topic not in member_of and similarity(dense[topic], sparse[topic], tuning) >= tuning.threshold:
+            mean, best = dense[topic]
+            vector_part = (1.0 - m) * mean + m * best  # = embedding_part under `tuning` (linear in m)
+            if topic not in member_of and similarity(vector_part, sparse[topic], tuning) >= tuning.threshold:
                 out.append((topic, seq_id))
     return out
 
@@ -217,22 +234,22 @@ def _worst(replays: Sequence[Replay], tuning: Tuning) -> float | None:
     return worst
 
 
-def best_point(replays: Sequence[Replay], k: float, words: float) -> tuple[Tuning, float] | None:
+def best_point(replays: Sequence[Replay], k: float, words: float, best: float = 0.0) -> tuple[Tuning, float] | None:
     """The threshold whose worst recall, over every split and flow at it and at ±0.02, is best.
 
     Every split and flow must keep precision ≥ 0.9 and propose no trap at all three thresholds.
     Ties keep the lowest threshold.
     """
-    best: tuple[Tuning, float] | None = None
+    found: tuple[Tuning, float] | None = None
     for threshold in THRESHOLDS:
-        around = [Tuning(round(threshold + d, 2), words, k) for d in (-STEADY, 0.0, STEADY)]
+        around = [Tuning(round(threshold + d, 2), words, k, best) for d in (-STEADY, 0.0, STEADY)]
         each = [_worst(replays, t) for t in around]
         if any(w is None for w in each):
             continue
         worst = min(w for w in each if w is not None)
-        if best is None or worst > best[1]:
-            best = (around[1], worst)
-    return best
+        if found is None or worst > found[1]:
+            found = (around[1], worst)
+    return found
 
 
 def replays(sets: Sequence[LabelledSet], corpora: Mapping[str, Corpus], k: float) -> list[Replay]:
@@ -241,17 +258,18 @@ def replays(sets: Sequence[LabelledSet], corpora: Mapping[str, Corpus], k: float
 
 
 def run_sweep(sets: Sequence[LabelledSet], embedder: Embedder, current: Tuning) -> None:
-    """Print, per blend and words share, the steadiest best point, then each split around `current`."""
+    """Print, per blend, words share and best-thought share, the steadiest point, then the curve at `current`."""
     corpora = {d.split: corpus(d, embedder) for d in sets}
     for k in BLENDS:
         rs = replays(sets, corpora, k)
-        for words in WORDS:
-            found = best_point(rs, k, words)
+        for words, best in itertools.product(WORDS, BEST):
+            at = f"blend_k {k} words {words} best_thought {best}"
+            found = best_point(rs, k, words, best)
             if found is None:
-                print(f"sweep blend_k {k} words {words}: no threshold holds the rule")
+                print(f"sweep {at}: no threshold holds the rule")
                 continue
             tuning, worst = found
-            print(f"sweep blend_k {k} words {words}: threshold {tuning.threshold} (worst recall ±0.02 {worst:.3f})")
+            print(f"sweep {at}: threshold {tuning.threshold} (worst recall ±0.02 {worst:.3f})")
             for r in rs:
                 print(f"    {r.data.split}: {_fmt(*r.scores(tuning))}")
     curve(sets, corpora, current)
@@ -261,10 +279,10 @@ def curve(sets: Sequence[LabelledSet], corpora: Mapping[str, Corpus], tuning: Tu
     """Each split's scores at `tuning` and at thresholds from -0.04 to +0.04 around it, by 0.01."""
     rs = replays(sets, corpora, tuning.blend_k)
     for step in range(-4, 5):
-        t = Tuning(round(tuning.threshold + 0.01 * step, 2), tuning.words, tuning.blend_k)
+        t = Tuning(round(tuning.threshold + 0.01 * step, 2), tuning.words, tuning.blend_k, tuning.best_thought)
         for r in rs:
             print(
-                f"around blend_k {t.blend_k} words {t.words}, threshold {t.threshold}, "
+                f"around blend_k {t.blend_k} words {t.words} best_thought {t.best_thought}, threshold {t.threshold}, "
                 f"{r.data.split}: {_fmt(*r.scores(t))}"
             )
 
@@ -286,6 +304,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--threshold", type=float, default=TUNING.threshold, help="the point to show around")
     parser.add_argument("--words", type=float, default=TUNING.words)
     parser.add_argument("--blend-k", type=float, default=TUNING.blend_k)
+    parser.add_argument("--best-thought", type=float, default=TUNING.best_thought)
     parser.add_argument(
         "--curve", action="store_true", help="no grid: only the curve around the point (a report; test allowed)"
     )
@@ -293,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     embedder = cached_embedder(args.model, args.pooling)
     print(f"model {model_tag(args.model, args.pooling)}; shipped tuning {TUNING}")
     sets = [load(s) for s in splits_arg(args.splits, tuning=not args.curve)]
-    point = Tuning(args.threshold, args.words, args.blend_k)
+    point = Tuning(args.threshold, args.words, args.blend_k, args.best_thought)
     if args.curve:
         curve(sets, {d.split: corpus(d, embedder) for d in sets}, point)
     else:

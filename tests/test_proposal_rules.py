@@ -11,6 +11,8 @@ import pytest
 from thoughtline.library.proposals import (
     ThreadProfile,
     Tuning,
+    closest_thought,
+    embedding_part,
     member_weight,
     picks,
     sequence_vector,
@@ -112,3 +114,20 @@ def test_the_evidence_is_the_thought_closest_to_the_thread() -> None:
     thoughts = np.stack([v(0.2, 1, 0), v(1, 0.1, 0), v(0.5, 0.5, 0)])
     (chosen,) = picks(threads, [11, 12, 13], thoughts, {}, Tuning(threshold=0.5, words=0.0))
     assert (chosen.thread, chosen.evidence_thought) == (1, 12)
+
+
+def test_a_thought_squarely_on_the_thread_lifts_a_member_over_a_stranger_near_it_everywhere() -> None:
+    thread = v(1, 0, 0, 0)
+    member = np.stack([v(1, 0, 0, 0), v(0, 1, 0, 0)])  # one thought on the thread, one elsewhere
+    stranger = np.stack([v(1, 0, 1, 0), v(1, 0, 0, 1)])  # every thought half way there
+    mean_only, blended = Tuning(threshold=0.5, best_thought=0.0), Tuning(threshold=0.5, best_thought=0.5)
+
+    def part(thoughts: np.ndarray, tuning: Tuning) -> float:
+        seq = sequence_vector(thoughts)
+        assert seq is not None
+        return embedding_part(seq, thoughts, thread, tuning)
+
+    assert part(stranger, mean_only) > part(member, mean_only)
+    assert part(member, blended) > part(stranger, blended)
+    assert part(member, blended) == pytest.approx(0.5 * math.sqrt(0.5) + 0.5 * 1.0)
+    assert closest_thought(member, thread) == 0  # the evidence

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import apsw
 import numpy as np
 
-from thoughtline.library import model_identity, vectors
+from thoughtline.library import model_identity, term_cache, vectors
 from thoughtline.library.proposals import (
     TUNING,
     Terms,
@@ -33,6 +33,7 @@ from thoughtline.library.proposals import (
     thread_vector,
     unit,
 )
+from thoughtline.library.term_cache import TermCache
 from thoughtline.storage import proposals as proposal_store
 from thoughtline.storage import search as search_store
 from thoughtline.storage import threads as thread_store
@@ -76,11 +77,11 @@ class _Memo:
 
     The steps of one call (a backfill per thread, over the same sequences) meet the same
     sequences and words again and again. A sequence's words are kept with the thoughts they were
-    read from, and read again when that set changed; a term's document frequency moves by a
-    thought or two within a call, which no decision depends on.
+    read from, and read again when that set changed. Term frequencies live longer, in the
+    store's `TermCache` (exact at each step's snapshot, kept across calls).
     """
 
-    frequencies: dict[str, int] = field(default_factory=dict)
+    terms: TermCache
     words: dict[int, tuple[tuple[int, ...], Counter[str]]] = field(default_factory=dict)
     # sequence -> (the word counts and thought count it was weighed with, its TF-IDF vector)
     weights: dict[int, tuple[Counter[str], int, Terms]] = field(default_factory=dict)
@@ -118,12 +119,7 @@ def _plan(conn: apsw.Connection, memo: _Memo) -> _Plan | None:
     plan.words = {s: memo.words[s][1] for s in worded if memo.words[s][1]}
     plan.description_words = {t.description: Counter(thread_store.terms(conn, t.description)) for t in threads}
     wanted = {term for counts in (*plan.words.values(), *plan.description_words.values()) for term in counts}
-    unknown = wanted - memo.frequencies.keys()
-    fresh = thread_store.term_statistics(conn, unknown)
-    memo.frequencies.update({term: fresh.frequency.get(term, 0) for term in unknown})
-    plan.statistics = thread_store.TermStatistics(
-        fresh.documents, {t: memo.frequencies[t] for t in wanted if memo.frequencies[t]}
-    )
+    plan.statistics = memo.terms.statistics(conn, wanted)
     return plan
 
 
@@ -244,7 +240,7 @@ async def match_pending(
     made = 0
     stalled: list[int] = []
     current: str | None = None  # the model id, asked for only once something needs the model
-    memo = _Memo()
+    memo = _Memo(term_cache.for_store(opened))
     while (plan := await opened.read(lambda conn: _plan(conn, memo))) is not None:
         embedding = bool(plan.missing and plan.missing != stalled)
         if current is None and (embedding or (plan.threads and (plan.queue or plan.batch))):
