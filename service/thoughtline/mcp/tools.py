@@ -133,7 +133,8 @@ def _think_handler(library: bool, related: RelatedOnOpen | None) -> Handler:
     async def think(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         inp = arguments.parse_thought(args)
         at = now_ms(ctx.clock)
-        seq_id = new_sequence_id()
+        # Only a call without sequenceId can start a sequence (with one, an unknown id is refused).
+        seq_id = new_sequence_id() if inp.sequence_id is None else ""
         origin = current_principal().client_id  # canonical-style calls continue only this client's sequences
 
         def remember(written: store.Written) -> dict[str, Any]:
