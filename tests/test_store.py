@@ -117,6 +117,29 @@ async def test_queued_writes_share_one_commit_and_a_failure_rolls_back_alone(tmp
     assert conn.execute("SELECT count(*) FROM thoughts").fetchall()[0][0] == 11
 
 
+async def test_a_lone_write_that_fails_after_writing_leaves_nothing_and_the_next_write_commits(tmp_path: Path) -> None:
+    writer = Writer(tmp_path / "s.sqlite3", "wal")
+    writer.start(migrations.migrate)
+    try:
+        first = await writer.submit(lambda c: append_thought(c, thought(1), 1, "seq_" + "1" * 32))
+        assert isinstance(first, Written)
+        seq = first.sequence_id
+
+        def half_done(conn: apsw.Connection) -> None:
+            append_thought(conn, thought(2, seq), 2, "unused")  # written, then the call fails
+            raise RuntimeError("refused after writing")
+
+        with pytest.raises(RuntimeError, match="refused after writing"):
+            await writer.submit(half_done)
+        again = await writer.submit(lambda c: append_thought(c, thought(2, seq), 3, "unused"))
+        assert isinstance(again, Written)
+        assert again.count == 2
+    finally:
+        writer.close()
+    conn = apsw.Connection(str(tmp_path / "s.sqlite3"))
+    assert conn.execute("SELECT count(*) FROM thoughts").fetchall()[0][0] == 2
+
+
 async def test_idle_stores_close_and_reopen_on_demand(tmp_path: Path) -> None:
     clock = FakeClock()
     router = StoreRouter(tmp_path, "wal", clock, idle_seconds=60)

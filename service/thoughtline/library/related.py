@@ -97,6 +97,8 @@ class TermIndex:
             if len(self.terms_of) > self.max_sequences:
                 self.forget(min(self.terms_of))
         room = MAX_TERMS_PER_SEQUENCE - len(mine)
+        if room <= 0:
+            return  # full: a long sequence's later thoughts cost no tokenizing on the write path
         vocab = self._vocab
         for word in terms(text):
             if room <= 0:

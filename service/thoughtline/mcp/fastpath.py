@@ -21,7 +21,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import mcp_types as types
 import pydantic_core
 from mcp.shared.inbound import (
     InboundModernRoute,
@@ -44,7 +43,11 @@ SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
 _ROUTING_HEADERS = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
 
 
-def _eligible_call(message: Any, registry: ToolRegistry) -> tuple[str | int, str, dict[str, Any] | None] | None:
+_Call = tuple[str | int, str, dict[str, Any] | None]
+"""An eligible call: (JSON-RPC id, tool name, arguments)."""
+
+
+def _eligible_call(message: Any, registry: ToolRegistry) -> _Call | None:
     """`(id, tool name, arguments)` when `message` is a plain tools/call this path may answer."""
     if not isinstance(message, dict) or not message.keys() <= _ALLOWED_KEYS:
         return None
@@ -93,17 +96,6 @@ def _is_json_post(scope: Scope, headers: Mapping[bytes, bytes]) -> bool:
     return content_type == b"application/json" and _accepts_json(headers)
 
 
-def wire_result(result: types.CallToolResult) -> dict[str, Any]:
-    """A CallToolResult as the wire carries it (2025 era; the 2026 path adds resultType and _meta)."""
-    body: dict[str, Any] = {
-        "content": [block.model_dump(by_alias=True, mode="json", exclude_none=True) for block in result.content],
-        "isError": result.is_error,
-    }
-    if result.structured_content is not None:
-        body["structuredContent"] = result.structured_content
-    return body
-
-
 async def _send_json(send: Send, message: dict[str, Any]) -> None:
     payload = _encode(message)
     await send(
@@ -126,8 +118,12 @@ def _encode(message: dict[str, Any]) -> bytes:
         return json.dumps(message, separators=(",", ":")).encode()
 
 
-class DirectToolCalls:
-    """`/mcp-compat` (2025 era): answers eligible tools/call POSTs, passes the rest to the SDK."""
+class _DirectCalls:
+    """The part both endpoints share: answer an eligible tools/call POST, pass anything else to the SDK.
+
+    Each era says which requests are eligible (`_eligible`, given the headers read once) and what
+    its result carries besides the 2025 body (`_finish`).
+    """
 
     def __init__(self, app: ASGIApp, registry: ToolRegistry) -> None:
         self._app = app
@@ -135,18 +131,30 @@ class DirectToolCalls:
         self.answered = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        call = self._eligible(scope)
+        headers = _headers(scope)
+        call = None
+        if headers is not None and _is_json_post(scope, headers):
+            call = self._eligible(scope, headers)
         if call is None:
             await self._app(scope, receive, send)
             return
         request_id, name, arguments = call
-        result = await self._registry.call(name, arguments)
+        body = self._finish(await self._registry.call_wire(name, arguments))
         self.answered += 1
-        await _send_json(send, {"jsonrpc": "2.0", "id": request_id, "result": wire_result(result)})
+        await _send_json(send, {"jsonrpc": "2.0", "id": request_id, "result": body})
 
-    def _eligible(self, scope: Scope) -> tuple[str | int, str, dict[str, Any] | None] | None:
-        headers = _headers(scope)
-        if headers is None or not _is_json_post(scope, headers) or b"mcp-session-id" in headers:
+    def _eligible(self, scope: Scope, headers: Mapping[bytes, bytes]) -> _Call | None:
+        raise NotImplementedError
+
+    def _finish(self, body: dict[str, Any]) -> dict[str, Any]:
+        return body
+
+
+class DirectToolCalls(_DirectCalls):
+    """`/mcp-compat` (2025 era): a sessionless tools/call under a handshake-era version (or none)."""
+
+    def _eligible(self, scope: Scope, headers: Mapping[bytes, bytes]) -> _Call | None:
+        if b"mcp-session-id" in headers:
             return None
         version = headers.get(b"mcp-protocol-version")
         if version is not None and version.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS:
@@ -154,8 +162,8 @@ class DirectToolCalls:
         return _eligible_call(scope.get(MESSAGE_KEY), self._registry)
 
 
-class ModernToolCalls:
-    """`/mcp` (2026-07-28): the same for a tools/call whose envelope and headers pass the SDK's own checks.
+class ModernToolCalls(_DirectCalls):
+    """`/mcp` (2026-07-28): a tools/call whose envelope and headers pass the SDK's own checks.
 
     The checks are the SDK's functions, called as its modern handler calls them: the routing-header
     ladder (`classify_inbound_request`) and the surface validation of the params. `Mcp-Param-*`
@@ -164,31 +172,13 @@ class ModernToolCalls:
     """
 
     def __init__(self, app: ASGIApp, registry: ToolRegistry, server_info: dict[str, Any]) -> None:
-        self._app = app
-        self._registry = registry
-        self._server_info = server_info
+        super().__init__(app, registry)
+        self._meta = {SERVER_INFO_META_KEY: server_info}  # encoded at once, never mutated
         self._header_bound = frozenset(
             tool.name for tool in registry.tools if x_mcp_header_map(tool.input_schema or {})
         )
-        self.answered = 0
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        call = self._eligible(scope)
-        if call is None:
-            await self._app(scope, receive, send)
-            return
-        request_id, name, arguments = call
-        result = await self._registry.call(name, arguments)
-        self.answered += 1
-        body = wire_result(result)
-        body["resultType"] = "complete"
-        body["_meta"] = {SERVER_INFO_META_KEY: self._server_info}  # encoded at once, never mutated
-        await _send_json(send, {"jsonrpc": "2.0", "id": request_id, "result": body})
-
-    def _eligible(self, scope: Scope) -> tuple[str | int, str, dict[str, Any] | None] | None:
-        headers = _headers(scope)
-        if headers is None or not _is_json_post(scope, headers):
-            return None
+    def _eligible(self, scope: Scope, headers: Mapping[bytes, bytes]) -> _Call | None:
         version = headers.get(b"mcp-protocol-version", b"").decode("latin-1")
         if version not in MODERN_PROTOCOL_VERSIONS:
             return None
@@ -205,3 +195,8 @@ class ModernToolCalls:
         except (ValidationError, KeyError):
             return None
         return call
+
+    def _finish(self, body: dict[str, Any]) -> dict[str, Any]:
+        body["resultType"] = "complete"
+        body["_meta"] = self._meta
+        return body
