@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -87,10 +88,17 @@ async def test_the_declaration_asks_for_two_or_three_alternatives_and_bounds_the
     assert "worded" in (search.description or "") or "words" in (search.description or "")
 
 
-async def test_every_phrasing_is_embedded_in_one_call(embedder: MiniLMEmbedder) -> None:
+@pytest.mark.parametrize("on_helper", [False, True])
+async def test_every_phrasing_is_embedded_in_one_call(embedder: MiniLMEmbedder, on_helper: bool) -> None:
     counting = Counting(embedder)
-    query = build_query("why did the job break", ["export crash", "disk full of temp files"], counting)
-    assert query.vectors is not None  # read: the embedding, made on a helper thread, is done
+    with ThreadPoolExecutor(max_workers=1) as helper:
+        query = build_query(
+            "why did the job break",
+            ["export crash", "disk full of temp files"],
+            counting,
+            helper if on_helper else None,
+        )
+        assert query.vectors is not None  # read: the embedding (on the helper thread, if any) is done
     assert query.vectors.shape == (3, embedder.dim)
     assert counting.calls == [3]
     assert query.terms == ("job", "break")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import apsw
@@ -322,13 +323,16 @@ def test_a_product_whose_helper_is_busy_elsewhere_is_done_by_the_caller_alone_an
     packed.refresh(golden_store)
     runs = packed._state[0]
     queries = int8_product.Queries.of(embedder.embed(PHRASINGS))
-    shared = dense_runs.product(runs, queries)  # the helper takes the later half
-    release = threading.Event()
-    busy = dense_runs._product_helper().submit(release.wait)  # another search's half, say
-    try:
-        alone = dense_runs.product(runs, queries)
-    finally:
-        release.set()
-    busy.result()
+    with ThreadPoolExecutor(max_workers=1) as helper:
+        shared = dense_runs.product(runs, queries, helper)  # the helper takes the later half
+        release = threading.Event()
+        busy = helper.submit(release.wait)  # another search's half, say
+        try:
+            alone = dense_runs.product(runs, queries, helper)
+        finally:
+            release.set()
+        busy.result()
+    after_shutdown = dense_runs.product(runs, queries, helper)  # a closing library's helper refuses work
     assert np.array_equal(alone, shared)
+    assert np.array_equal(after_shutdown, shared)
     assert np.array_equal(shared, np.concatenate([r.dot(queries) for r in runs], axis=1))

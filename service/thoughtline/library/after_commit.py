@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import apsw
@@ -87,6 +88,9 @@ class AfterCommitWork:
         self._embedder: Embedder | None = None
         self._model_id: str | None = None
         self._indexes: dict[str, DenseIndex] = {}  # least recently searched first
+        # One thread for the process's big products: a 100k-thought store's product is split
+        # with it (onnxruntime leaves the GIL); its thread starts on the first such product.
+        self._product_helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-product")
         # Reentrant: an index reports its new size from a reader thread while `index_for` may run.
         self._index_lock = threading.RLock()
         self._running: dict[str, asyncio.Task[None]] = {}
@@ -189,6 +193,7 @@ class AfterCommitWork:
         self._stopping = True
         await self.related.close()
         await self.idle()
+        self._product_helper.shutdown(wait=False, cancel_futures=True)
 
     async def caught_up(self, opened: UserStore) -> None:
         """Wait until every committed thought of `opened` has a vector (wrap it in a timeout).
@@ -276,7 +281,9 @@ class AfterCommitWork:
 
         key = str(opened.path)
         with self._index_lock:
-            index = self._indexes.pop(key, None) or DenseIndex(on_loaded=lambda: self._keep_budget(key))
+            index = self._indexes.pop(key, None) or DenseIndex(
+                on_loaded=lambda: self._keep_budget(key), helper=self._product_helper
+            )
             self._indexes[key] = index  # now the most recently searched
             self._keep_budget(key, DenseIndex.estimated_bytes(vector_count))
         return index

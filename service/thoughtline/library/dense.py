@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 import apsw
@@ -165,6 +166,8 @@ class DenseIndex:
     read_codes: bool = True
     # Called after a refresh changed what the index holds (the library keeps its memory budget).
     on_loaded: Callable[[], None] | None = None
+    # The thread a big store's product shares its work with (the library's one); None: serial.
+    helper: Executor | None = None
     generation: int = -1
     max_id: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -269,9 +272,8 @@ class DenseIndex:
         grown: FloatArray = np.sqrt(np.maximum(squared, 0.0)).astype(np.float32)
         return grown
 
-    @staticmethod
-    def _product(runs: list[Run], layout: Layout, queries: Queries) -> FloatArray:
-        sims = product(runs, queries) if runs else np.zeros((1, 0), np.float32)
+    def _product(self, runs: list[Run], layout: Layout, queries: Queries) -> FloatArray:
+        sims = product(runs, queries, self.helper) if runs else np.zeros((1, 0), np.float32)
         return sims if layout.order is None else sims[:, layout.order]
 
     def score(self, query: FloatArray) -> Scores:

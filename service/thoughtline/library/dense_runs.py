@@ -9,9 +9,8 @@ Both sum each sequence's whole-thought vectors on the way, for the sequence norm
 from __future__ import annotations
 
 import itertools
-import threading
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import apsw
@@ -70,25 +69,14 @@ class Run:
         return out
 
 
-_helper: ThreadPoolExecutor | None = None
-_helper_lock = threading.Lock()
-
-
-def _product_helper() -> ThreadPoolExecutor:
-    global _helper  # one helper thread for the process, made on the first big product
-    with _helper_lock:
-        if _helper is None:
-            _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-product")
-        return _helper
-
-
-def product(runs: Sequence[Run], queries: Queries) -> FloatArray:
+def product(runs: Sequence[Run], queries: Queries, helper: Executor | None = None) -> FloatArray:
     """k x n cosines of the coded queries with every run's vectors, runs side by side.
 
-    With two or more packed runs the later half goes to one helper thread while the caller does
-    the first half: onnxruntime leaves the GIL, so on two cores a 100k-thought store's product
-    takes about half the wall time for the same CPU. A caller whose half is done before the
-    helper took the other (the helper is busy with another search's) does it itself.
+    With a `helper` (the library's one product thread) and two or more packed runs the later half
+    goes to the helper while the caller does the first half: onnxruntime leaves the GIL, so on two
+    cores a 100k-thought store's product takes about half the wall time for the same CPU. A caller
+    whose half is done before the helper took the other (busy with another search's) does it
+    itself.
     """
     sizes = [r.size for r in runs]
     out = np.empty((len(queries.scales), sum(sizes)), dtype=np.float32)
@@ -99,11 +87,15 @@ def product(runs: Sequence[Run], queries: Queries) -> FloatArray:
             runs[i].dot(queries, out[:, bounds[i] : bounds[i + 1]])
 
     packed = sum(r.packed is not None for r in runs)
-    if packed < 2:
+    if helper is None or packed < 2:
         fill(range(len(runs)))
         return out
     half = next(i for i, at in enumerate(bounds) if at >= bounds[-1] / 2)
-    later = _product_helper().submit(fill, range(half, len(runs)))
+    try:
+        later = helper.submit(fill, range(half, len(runs)))
+    except RuntimeError:  # the helper was shut down (the library is closing): do it all here
+        fill(range(len(runs)))
+        return out
     fill(range(half))
     if later.cancel():
         fill(range(half, len(runs)))

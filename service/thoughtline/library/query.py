@@ -8,9 +8,10 @@ re-tokenizes the question on the way.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -64,8 +65,14 @@ class Query:
         return (*self.terms, *self.alternative_terms)
 
 
-def build_query(question: str, alternatives: Sequence[str] = (), embedder: Embedder | None = None) -> Query:
-    """The query value; with an `embedder`, every phrasing is embedded in one call."""
+def build_query(
+    question: str,
+    alternatives: Sequence[str] = (),
+    embedder: Embedder | None = None,
+    helper: Executor | None = None,
+) -> Query:
+    """The query value; with an `embedder`, every phrasing is embedded in one call (on `helper`, when
+    given, while the caller goes on; else when the vectors are first read)."""
     alts = tuple(alternatives)
     terms = tuple(content_terms(question))
     seen = set(terms)
@@ -77,7 +84,7 @@ def build_query(question: str, alternatives: Sequence[str] = (), embedder: Embed
                 extra.append(term)
     embedding = None
     if embedder is not None:
-        embedding = Embedding(embedder, [embedder.query_prefix + p for p in (question, *alts)])
+        embedding = Embedding(embedder, [embedder.query_prefix + p for p in (question, *alts)], helper)
     return Query(question, alts, terms, tuple(extra), embedding)
 
 
@@ -90,11 +97,14 @@ class Embedding:
     search's embedding by the time the vectors are read, the reader embeds them itself.
     """
 
-    def __init__(self, embedder: Embedder, texts: list[str]) -> None:
+    def __init__(self, embedder: Embedder, texts: list[str], helper: Executor | None = None) -> None:
         self._embedder, self._texts = embedder, texts
         self._lock = threading.Lock()
         self._done: NDArray[np.float32] | None = None
-        self._future: Future[NDArray[np.float32]] = _helper().submit(self._embed)
+        self._future: Future[NDArray[np.float32]] | None = None
+        if helper is not None:
+            with contextlib.suppress(RuntimeError):  # a helper shut down (the library closing)
+                self._future = helper.submit(self._embed)
 
     def _embed(self) -> NDArray[np.float32]:
         import numpy as np  # loaded with the model already
@@ -105,20 +115,9 @@ class Embedding:
         """The vectors, one per text (raises what the embedder raised)."""
         with self._lock:
             if self._done is None:
-                self._done = self._embed() if self._future.cancel() else self._future.result()
+                future = self._future
+                self._done = self._embed() if future is None or future.cancel() else future.result()
             return self._done
-
-
-_helper_pool: ThreadPoolExecutor | None = None
-_helper_lock = threading.Lock()
-
-
-def _helper() -> ThreadPoolExecutor:
-    global _helper_pool  # one helper thread for the process, made on the first embedded query
-    with _helper_lock:
-        if _helper_pool is None:
-            _helper_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embed")
-        return _helper_pool
 
 
 def check_alternatives(value: object) -> tuple[str, ...]:

@@ -59,6 +59,7 @@ def hybrid_search(
     Without an embedder the search is keyword-only. Pass the store's long-lived `index`; without
     one the vectors are loaded for this call alone.
     """
-    query = build_query(question, alternatives, embedder)
+    # The index's helper thread (the library's) embeds while the keyword side runs.
+    query = build_query(question, alternatives, embedder, index.helper if index is not None else None)
     scope = Scope(filters or SearchFilters(), tuning or Tuning(), index, models)
     return search_query(conn, query, scope, limit=limit, by=by)

@@ -110,7 +110,7 @@ async def search(work: AfterCommitWork, opened: UserStore, request: SearchReques
         # with this query. Until they are queued again (above, or by the background work, in
         # one transaction), the search answers by keyword.
         usable = embedder if model_identity.store_model(conn) == current else None
-        query = build_query(request.question, request.alternatives, usable)
+        query = build_query(request.question, request.alternatives, usable, index.helper)
         outcome = search_query(conn, query, Scope(filters, index=index), limit=request.limit, by=request.by)
         waiting = search_store.pending_count(conn)
         found = [Found(h) for h in outcome.hits]
