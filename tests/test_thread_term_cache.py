@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,10 +10,12 @@ from pathlib import Path
 import apsw
 import pytest
 
+from thoughtline.clock import SystemClock
 from thoughtline.domain.arguments import ThoughtInput
-from thoughtline.library.term_cache import TermCache
+from thoughtline.library.term_cache import TermCache, TermCaches
 from thoughtline.storage import migrations
 from thoughtline.storage.db import connect
+from thoughtline.storage.router import StoreRouter
 from thoughtline.storage.thoughts import Written, append_thought, delete_sequence
 from thoughtline.storage.threads import term_statistics, terms
 
@@ -82,3 +85,22 @@ def test_a_reader_on_an_older_snapshot_gets_that_snapshots_statistics(conn: apsw
         old.execute("COMMIT")
     finally:
         old.close()
+
+
+@pytest.mark.anyio
+async def test_a_library_keeps_one_term_cache_per_open_store_and_forgets_it_when_the_store_goes(
+    tmp_path: Path,
+) -> None:
+    router = StoreRouter(tmp_path, "wal", SystemClock())
+    caches = TermCaches()
+    try:
+        first = await router.get("alice")
+        second = await router.get("bob")
+        assert caches.for_store(first) is caches.for_store(first)
+        assert caches.for_store(second) is not caches.for_store(first)
+        assert len(caches) == 2
+    finally:
+        await router.close_all()
+    del first, second
+    gc.collect()
+    assert len(caches) == 0

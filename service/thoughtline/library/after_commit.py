@@ -23,6 +23,7 @@ import apsw
 
 from thoughtline.library import model_identity
 from thoughtline.library.related_open import RelatedOnOpen
+from thoughtline.library.term_cache import TermCaches
 from thoughtline.storage import search as search_store
 from thoughtline.storage.db import StorageError
 
@@ -90,6 +91,8 @@ class AfterCommitWork:
         self._indexes: dict[str, DenseIndex] = {}  # least recently searched first
         # One thread for the process's big products: a 100k-thought store's product is split
         # with it (onnxruntime leaves the GIL); its thread starts on the first such product.
+        # Each open store's term statistics for thread matching, shared by every surface's review.
+        self.term_caches = TermCaches()
         self._product_helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-product")
         # Reentrant: an index reports its new size from a reader thread while `index_for` may run.
         self._index_lock = threading.RLock()
@@ -176,7 +179,7 @@ class AfterCommitWork:
                 if not self._stopping:
                     from thoughtline.library.matching import match_pending  # numpy: never at start
 
-                    await match_pending(opened, self.embedder)  # thread proposals (SPEC §5.3)
+                    await match_pending(opened, self.embedder, terms=self.term_caches.for_store(opened))  # SPEC §5.3
         except Exception as exc:  # background work: log the kind, retry on the next commit
             logger.warning("background embedding failed: %s", type(exc).__name__)
         finally:

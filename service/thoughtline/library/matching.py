@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import apsw
 import numpy as np
 
-from thoughtline.library import model_identity, term_cache, vectors
+from thoughtline.library import model_identity, vectors
 from thoughtline.library.proposals import (
     TUNING,
     Terms,
@@ -227,12 +227,14 @@ async def match_pending(
     embedder: Callable[[], Embedder],
     tuning: Tuning = TUNING,
     cache: dict[str, Vector | None] | None = None,
+    terms: TermCache | None = None,
 ) -> int:
     """Finish every pending match of one store; returns how many proposals were made.
 
     Cheap when nothing is pending (one read, no model load). Missing vectors of the sequences
     involved are embedded first, in bounded batches. `cache` keeps description embeddings
-    across calls (text -> vector, for one embedder).
+    across calls (text -> vector, for one embedder); `terms` the store's term statistics (its
+    library's `TermCaches.for_store`; a fresh cache without it).
     """
     if not await opened.read(proposal_store.has_pending_work):
         return 0
@@ -240,7 +242,7 @@ async def match_pending(
     made = 0
     stalled: list[int] = []
     current: str | None = None  # the model id, asked for only once something needs the model
-    memo = _Memo(term_cache.for_store(opened))
+    memo = _Memo(terms if terms is not None else TermCache())
     while (plan := await opened.read(lambda conn: _plan(conn, memo))) is not None:
         embedding = bool(plan.missing and plan.missing != stalled)
         if current is None and (embedding or (plan.threads and (plan.queue or plan.batch))):

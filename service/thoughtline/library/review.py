@@ -18,6 +18,7 @@ from thoughtline.domain.arguments import PROPOSAL_PREFIX
 from thoughtline.errors import DomainError, invalid
 from thoughtline.library import cursors
 from thoughtline.library.search import make_snippet
+from thoughtline.library.term_cache import TermCaches
 from thoughtline.storage import proposals as proposal_store
 from thoughtline.storage import threads as thread_store
 from thoughtline.storage.router import UserStore
@@ -92,9 +93,10 @@ def _after(secret: str, thread: int | None, token: str | None) -> int:
 class ProposalReview:
     """Review over one process's embedder (created on first use), keeping description vectors across calls."""
 
-    def __init__(self, embedder: Callable[[], Embedder]) -> None:
+    def __init__(self, embedder: Callable[[], Embedder], terms: TermCaches | None = None) -> None:
         self._embedder = embedder
         self._descriptions: dict[str, Vector | None] = {}
+        self._terms = terms if terms is not None else TermCaches()
 
     async def pending(self, opened: UserStore, thread: str | None, limit: int, cursor: str | None) -> ProposalPage:
         """Pending proposals of active threads (one thread's, or all), oldest first."""
@@ -103,7 +105,7 @@ class ProposalReview:
         # The matching module brings numpy, which a cold start must not import (SPEC §7).
         from thoughtline.library.matching import match_pending
 
-        await match_pending(opened, self._embedder, cache=self._descriptions)
+        await match_pending(opened, self._embedder, cache=self._descriptions, terms=self._terms.for_store(opened))
 
         def read(conn: apsw.Connection) -> ProposalPage:
             found_thread = thread_store.require_thread(conn, thread) if thread is not None else None

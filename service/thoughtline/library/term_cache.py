@@ -96,25 +96,31 @@ class TermCache:
         return known
 
 
-_CACHES: dict[int, tuple[weakref.ref[UserStore], TermCache]] = {}
-_CACHES_LOCK = threading.Lock()
+class TermCaches:
+    """The term caches of every open store of one library (each dropped with its store object)."""
 
+    def __init__(self) -> None:
+        # By object id with a weak reference: a store is a mutable dataclass, so not hashable.
+        self._caches: dict[int, tuple[weakref.ref[UserStore], TermCache]] = {}
+        self._lock = threading.Lock()
 
-def for_store(opened: UserStore) -> TermCache:
-    """The cache of one open store (made on first use, dropped with the store object)."""
-    key = id(opened)
-    with _CACHES_LOCK:
-        found = _CACHES.get(key)
-        if found is not None and found[0]() is opened:
-            return found[1]
-        cache = TermCache()
-        _CACHES[key] = (weakref.ref(opened, functools.partial(_drop, key)), cache)
-        return cache
+    def for_store(self, opened: UserStore) -> TermCache:
+        """The cache of one open store (made on first use)."""
+        key = id(opened)
+        with self._lock:
+            found = self._caches.get(key)
+            if found is not None and found[0]() is opened:
+                return found[1]
+            cache = TermCache()
+            self._caches[key] = (weakref.ref(opened, functools.partial(self._drop, key)), cache)
+            return cache
 
+    def __len__(self) -> int:
+        return len(self._caches)
 
-def _drop(key: int, ref: weakref.ref[UserStore]) -> None:
-    """Forget a closed store's cache (unless its id was reused by a store opened since)."""
-    with _CACHES_LOCK:
-        found = _CACHES.get(key)
-        if found is not None and found[0] is ref:
-            del _CACHES[key]
+    def _drop(self, key: int, ref: weakref.ref[UserStore]) -> None:
+        """Forget a closed store's cache (unless its id was reused by a store opened since)."""
+        with self._lock:
+            found = self._caches.get(key)
+            if found is not None and found[0] is ref:
+                del self._caches[key]

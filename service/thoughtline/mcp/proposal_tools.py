@@ -19,6 +19,7 @@ from thoughtline.wire.proposals import decision_json, page_json
 
 if TYPE_CHECKING:
     from thoughtline.library.embed import Embedder
+    from thoughtline.library.term_cache import TermCaches
 
 _ACTION_FIELDS = {
     "list": frozenset({"action", "thread", "cursor", "limit"}),
@@ -30,8 +31,8 @@ _ACTION_FIELDS = {
 class ProposalTools:
     """`review_proposals`, with the embedder the matching needs (the Library's, created on first use)."""
 
-    def __init__(self, embedder: Callable[[], Embedder]) -> None:
-        self._review = ProposalReview(embedder)
+    def __init__(self, embedder: Callable[[], Embedder], terms: TermCaches | None = None) -> None:
+        self._review = ProposalReview(embedder, terms)
 
     def tools(self) -> list[ToolSpec]:
         """The tool spec (registered only when the library is on)."""

@@ -91,7 +91,7 @@ def _tools(settings: Settings, library: Library, extras: Extras) -> list[ToolSpe
     ]
     if settings.library:
         periods = Periods(settings.thread_dormant_days, settings.thread_closed_days)
-        tools += [*ThreadTools(periods).tools(), *ProposalTools(library.embedder).tools()]
+        tools += [*ThreadTools(periods).tools(), *ProposalTools(library.embedder, library.term_caches).tools()]
     return [*tools, *extras.tools]
 
 
