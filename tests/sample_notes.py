@@ -1,6 +1,17 @@
-"""Short notes several test files store: a boiler fix, a lease talk, two garden leaks (a thread and its near twin)."""
+"""Short notes several test files store: a boiler fix, a lease talk, two garden leaks (a thread and its near twin).
+
+`store_of` writes sequences of notes straight into a migrated store file, without the write path.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import apsw
+
+from thoughtline.storage.db import connect
+from thoughtline.storage.migrations import MIGRATIONS, Migration, migrate
 
 BOILER = [
     "The upstairs radiators stay cold while the downstairs ones heat fine. Bleeding them let out air.",
@@ -24,3 +35,25 @@ DRIP = [
     "Dug it up: the drip line fitting under the fence cracked, water pools around it when the timer runs.",
     "New compression fitting on the drip line; no more soggy patch, the garden irrigation timer is back on.",
 ]
+
+
+def store_of(
+    path: Path, notes: Sequence[Sequence[str]], migrations: Sequence[Migration] = MIGRATIONS
+) -> apsw.Connection:
+    """A store at `path` migrated by `migrations`, holding one sequence per list of notes (open connection)."""
+    conn = connect(path, "wal")
+    migrate(conn, migrations)
+    with conn:
+        for s, steps in enumerate(notes, start=1):
+            conn.execute(
+                "INSERT INTO sequences(public_id, title, total_thoughts, last_thought_number, created_at, updated_at) "
+                "VALUES (?, 't', ?, ?, 0, 0)",
+                (f"seq_{s}", len(steps), len(steps)),
+            )
+            for p, body in enumerate(steps, start=1):
+                conn.execute(
+                    "INSERT INTO thoughts(sequence_id, position, number, total, next_needed, body, created_at) "
+                    "VALUES (?, ?, ?, ?, 1, ?, 0)",
+                    (s, p, p, len(steps), body),
+                )
+    return conn

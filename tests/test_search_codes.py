@@ -10,7 +10,7 @@ import apsw
 import numpy as np
 import pytest
 
-from tests.sample_notes import BOILER, DRIP, HOSE, LEASE
+from tests.sample_notes import BOILER, DRIP, HOSE, LEASE, store_of
 from tests.support import TOKEN, mcp_client, serve_in_thread, text
 from thoughtline.config import Settings
 from thoughtline.identity import OWNER_KEY
@@ -31,22 +31,7 @@ BEFORE = [m for m in MIGRATIONS if m.name != "0013_vector_codes"]
 
 
 def _store(path: Path, migrations: Sequence[Migration] = MIGRATIONS) -> apsw.Connection:
-    conn = connect(path, "wal")
-    migrate(conn, migrations)
-    with conn:
-        for s, steps in enumerate([BOILER, LEASE, HOSE, DRIP], start=1):
-            conn.execute(
-                "INSERT INTO sequences(public_id, title, total_thoughts, last_thought_number, created_at, updated_at) "
-                "VALUES (?, 't', ?, ?, 0, 0)",
-                (f"seq_{s}", len(steps), len(steps)),
-            )
-            for p, body in enumerate(steps, start=1):
-                conn.execute(
-                    "INSERT INTO thoughts(sequence_id, position, number, total, next_needed, body, created_at) "
-                    "VALUES (?, ?, ?, ?, 1, ?, 0)",
-                    (s, p, p, len(steps), body),
-                )
-    return conn
+    return store_of(path, [BOILER, LEASE, HOSE, DRIP], migrations)
 
 
 def _coded_vectors(conn: apsw.Connection) -> int:

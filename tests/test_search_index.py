@@ -13,15 +13,13 @@ import numpy as np
 import pytest
 
 from tests.golden.harness import LibraryHarness, library_harness
-from tests.sample_notes import BOILER, DRIP, HOSE, LEASE
+from tests.sample_notes import BOILER, DRIP, HOSE, LEASE, store_of
 from thoughtline.config import Settings, SettingsError
 from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS, VECTOR_SLOTS, chunk_texts
 from thoughtline.library import dense_runs, int8_product, vectors
 from thoughtline.library.dense import DenseIndex, Scores
 from thoughtline.library.embed import MiniLMEmbedder
 from thoughtline.storage import search as search_store
-from thoughtline.storage.db import connect
-from thoughtline.storage.migrations import migrate
 from thoughtline.storage.router import store_path
 
 PHRASINGS = [
@@ -33,22 +31,7 @@ PHRASINGS = [
 
 
 def _store(path: Path, notes: list[list[str]]) -> apsw.Connection:
-    conn = connect(path, "wal")
-    migrate(conn)
-    with conn:
-        for s, steps in enumerate(notes, start=1):
-            conn.execute(
-                "INSERT INTO sequences(public_id, title, total_thoughts, last_thought_number, created_at, updated_at) "
-                "VALUES (?, 't', ?, ?, 0, 0)",
-                (f"seq_{s}", len(steps), len(steps)),
-            )
-            for p, body in enumerate(steps, start=1):
-                conn.execute(
-                    "INSERT INTO thoughts(sequence_id, position, number, total, next_needed, body, created_at) "
-                    "VALUES (?, ?, ?, ?, 1, ?, 0)",
-                    (s, p, p, len(steps), body),
-                )
-    return conn
+    return store_of(path, notes)
 
 
 @pytest.fixture
