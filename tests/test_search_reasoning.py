@@ -47,7 +47,9 @@ async def measure(
         answered.append(float(not out["abstained"]))
         ranked = [(r["sequenceId"], r["branchId"], r["thoughtNumber"]) for r in out["results"]]
         gold = {where[a] for a in q["answers"]}
-        r5.append(len(gold & set(ranked[:5])) / len(gold))
+        hits = len(gold & set(ranked[:5]))
+        # A multi question needs each of its answers; any one answer answers the others.
+        r5.append(hits / len(gold) if q["type"] == "multi" else float(hits > 0))
         first = next((i for i, key in enumerate(ranked) if key in gold), None)
         rr.append(0.0 if first is None else 1.0 / (first + 1))
     return {
