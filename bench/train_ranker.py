@@ -109,6 +109,14 @@ def curve(doubts: F, kinds: Sequence[str]) -> list[dict[str, float]]:
     return rows
 
 
+def found(e: Example, top: NDArray[np.bool_]) -> float:
+    """recall of one question as `bench.eval_reasoning.found` scores it: a multi question the share of its
+    answers in `top`, any other question whether one of them is there (pools missing them score 0)."""
+    if not e.y.any():
+        return 0.0
+    return float(top.sum() / e.y.sum()) if e.kind == "multi" else float(top.any())
+
+
 def metrics(model: ranker.Linear, examples: Sequence[Example]) -> dict[str, float]:
     """recall@5 and MRR of a ranker over the pools (answers missing from a pool count as misses)."""
     r5, rr = [], []
@@ -117,7 +125,7 @@ def metrics(model: ranker.Linear, examples: Sequence[Example]) -> dict[str, floa
             continue
         order = np.argsort(-model.score(e.x), kind="stable")
         hits = e.y[order]
-        r5.append(hits[:5].sum() / max(1, e.y.sum()) if e.y.any() else 0.0)
+        r5.append(found(e, hits[:5]))
         first = np.flatnonzero(hits)
         rr.append(1.0 / (first[0] + 1) if first.size else 0.0)
     return {"recall@5": round(float(np.mean(r5)), 4), "mrr": round(float(np.mean(rr)), 4)}
@@ -246,7 +254,7 @@ def ranking(examples: Sequence[Example], scores: Sequence[F]) -> dict[str, float
     r5, rr = [], []
     for e, s in zip(examples, scores, strict=True):
         hits = e.y[np.argsort(-s, kind="stable")]
-        r5.append(hits[:5].sum() / max(1, e.y.sum()))
+        r5.append(found(e, hits[:5]))
         first = np.flatnonzero(hits)
         rr.append(1.0 / (first[0] + 1) if first.size else 0.0)
     return {"recall@5": round(float(np.mean(r5)), 4), "mrr": round(float(np.mean(rr)), 4), "n": len(r5)}
