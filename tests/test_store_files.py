@@ -160,3 +160,11 @@ async def test_a_store_from_before_the_record_of_created_stores_is_adopted_then_
     with pytest.raises(StorageError, match="is missing"):
         await router.get(OWNER_KEY)
     assert not path.exists()
+
+
+def test_a_damaged_record_of_created_stores_skips_the_lines_it_cannot_read(tmp_path: Path) -> None:
+    registry = StoreRegistry(tmp_path)
+    # A non-ASCII digit passes str.isdigit() but not int(); a line cut short is a torn append.
+    registry.path.write_text("a.sqlite3\tid-a\t\u00b2\nb.sqlite3\tid-b\t12\nc.sqlite3\tid-c\n")
+    assert set(registry.entries()) == {"b.sqlite3"}
+    assert registry.lookup("b.sqlite3") is not None

@@ -37,7 +37,10 @@ LIFECYCLE_ACTIONS = {"active": ("pause", "complete", "abandon"), "paused": ("res
 
 def _limit(request: Request) -> int:
     raw = request.query_params.get("limit", "")
-    return min(MAX_LIST, max(1, int(raw))) if raw.isdigit() else PAGE_SIZE
+    # ASCII digits only: "²".isdigit() is true, and int() refuses it (and any number over 4,300 digits).
+    if not (raw.isascii() and raw.isdigit()):
+        return PAGE_SIZE
+    return min(MAX_LIST, max(1, int(raw))) if len(raw) <= 9 else MAX_LIST
 
 
 def _search_form(query: str) -> str:

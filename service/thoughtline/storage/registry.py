@@ -71,7 +71,7 @@ class StoreRegistry:
         found: dict[str, Created] = {}
         for line in raw.split("\n")[:-1]:  # the text after the last newline is a torn write
             parts = line.split("\t")
-            if len(parts) == 3 and parts[2].isdigit():
+            if len(parts) == 3 and parts[2].isascii() and parts[2].isdigit():
                 found[parts[0]] = Created(parts[0], parts[1], int(parts[2]))
         return found
 
