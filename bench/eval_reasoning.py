@@ -247,12 +247,14 @@ def print_table(sets: Mapping[str, Mapping[str, Mapping[str, Mapping[str, float]
             def share(key: str, a: Mapping[str, float] = a, mode: str = mode) -> str:
                 return f"{a[key]:.3f}" if mode == "hybrid" and key in a else "—"
 
+            def cell(key: str, a: Mapping[str, float] = a) -> str:
+                return f"{a[key]:.3f}" if key in a else "—"  # LoCoMo has no every@5 or sequences
+
             print(
-                f"{set_name:14} {mode:8} {int(a['n']):>4} {a.get('recall@5', 0):>6.3f} "
-                f"{a.get('every_answer@5', 0):>7.3f} "
-                f"{a.get('recall@10', 0):>6.3f} "
-                f"{a.get('mrr', 0):>6.3f} {a.get('sequence_recall@5', 0):>6.3f} {share('absent_abstained'):>12} "
-                f"{share('absent_near_abstained'):>10} {share('answerable_abstained'):>16}"
+                f"{set_name:14} {mode:8} {int(a['n']):>4} {cell('recall@5'):>6} {cell('every_answer@5'):>7} "
+                f"{cell('recall@10'):>6} {cell('mrr'):>6} {cell('sequence_recall@5'):>6} "
+                f"{share('absent_abstained'):>12} {share('absent_near_abstained'):>10} "
+                f"{share('answerable_abstained'):>16}"
             )
 
 
