@@ -48,7 +48,7 @@ async def measure(
         ranked = [(r["sequenceId"], r["branchId"], r["thoughtNumber"]) for r in out["results"]]
         gold = {where[a] for a in q["answers"]}
         hits = len(gold & set(ranked[:5]))
-        # A multi question needs each of its answers; any one answer answers the others.
+        # A multi question needs each of its answers; any other question is answered by any one of its own.
         r5.append(hits / len(gold) if q["type"] == "multi" else float(hits > 0))
         first = next((i for i, key in enumerate(ranked) if key in gold), None)
         rr.append(0.0 if first is None else 1.0 / (first + 1))
