@@ -229,3 +229,40 @@ def test_exporting_into_a_pipe_its_reader_closes_early_ends_quietly(tmp_path: Pa
         stderr = export.stderr.read().decode()
         assert export.wait(timeout=120) == 0, stderr
     assert stderr == ""
+
+
+@pytest.mark.parametrize("command", ["new-store", "import", "backup"])
+def test_a_data_dir_that_is_a_file_is_refused_in_one_line(tmp_path: Path, command: str) -> None:
+    source, exported = tmp_path / "source", tmp_path / "export.jsonl"
+    assert cli("new-store", "--data-dir", str(source)).returncode == 0
+    assert cli("export", "--data-dir", str(source), "-o", str(exported)).returncode == 0
+    afile = tmp_path / "data"
+    afile.write_text("not a folder\n")
+    extra = {"new-store": [], "import": [str(exported)], "backup": [str(tmp_path / "copy")]}[command]
+    refused(cli(command, *extra, "--data-dir", str(afile)), str(afile))
+    assert afile.read_text() == "not a folder\n"
+
+
+def test_an_export_to_a_full_disk_is_refused_in_one_line(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    assert cli("new-store", "--data-dir", str(data)).returncode == 0
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "thoughtline", "export", "--data-dir", str(data)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            timeout=120,
+        )
+    refused(result, "No space left on device")
+
+
+@pytest.mark.parametrize("port", ["99999", "0", "http"])
+def test_serve_on_a_port_outside_the_range_is_refused(tmp_path: Path, port: str) -> None:
+    result = cli("serve", "--port", port, env={"THOUGHTLINE_DATA_DIR": str(tmp_path / "data")})
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "from 1 to 65535" in result.stderr
+    result = cli("serve", env={"THOUGHTLINE_DATA_DIR": str(tmp_path / "data"), "PORT": "99999"})
+    refused(result, "PORT=99999 is above 65535")

@@ -77,6 +77,29 @@ def test_an_unedited_export_imports_whole(export: Export, tmp_path: Path, capsys
     assert query(data, "SELECT count(*) FROM thread_rejections") == [(1,)]
 
 
+def test_an_export_imports_into_a_store_that_already_holds_other_sequences(
+    export: Export, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "target"
+    written_store(data)  # its own rows take the ids the export's rows had in their store
+    ran = run(capsys, "import", "--data-dir", str(data), str(write_lines(tmp_path / "x.jsonl", export.records)))
+    assert ran.code == 0, ran.err
+    public = {seq for (seq,) in query(data, "SELECT public_id FROM sequences")}
+    assert {export.a, export.b} < public
+    assert len(public) == 4
+    # Each imported thought and branch hangs off its own sequence, not the store's older one.
+    assert query(
+        data,
+        "SELECT count(*) FROM thoughts t JOIN sequences s ON s.id = t.sequence_id WHERE s.public_id IN (?, ?)",
+        (export.a, export.b),
+    ) == [(4,)]
+    assert query(
+        data,
+        "SELECT count(*) FROM branches b JOIN sequences s ON s.id = b.sequence_id WHERE s.public_id = ?",
+        (export.a,),
+    ) == [(1,)]
+
+
 @pytest.mark.parametrize(
     ("kind", "match", "field", "value", "phrases"),
     [

@@ -101,6 +101,13 @@ def _library_link(settings: Settings, out: TextIO) -> None:
     )
 
 
+def _port(text: str) -> int:
+    """A --port value: a TCP port number."""
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port; pass a number from 1 to 65535")
+    return int(text)
+
+
 def check_port_free(host: str, port: int) -> None:
     """Refuse to start (before printing how to connect) when something already listens on the port."""
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
@@ -203,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the server (default: 127.0.0.1:8000, data under ./data)")
     serve.add_argument("--host")
-    serve.add_argument("--port", type=int)
+    serve.add_argument("--port", type=_port)
     serve.add_argument("--data-dir")
     serve.set_defaults(run=cmd_serve)
     sub.add_parser("token", help="print a new strong bearer token").set_defaults(run=cmd_token)
@@ -264,5 +271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except apsw.Error as exc:  # e.g. a store that turns out damaged halfway through an export
         print(f"error: the database failed: {type(exc).__name__} ({exc}); run `thoughtline check`", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a full disk, a data directory that is a file: the system's own words, one line
+        where = f": {exc.filename}" if exc.filename else ""
+        advice = "fix the path or free the space, then run it again"
+        print(f"error: {exc.strerror or exc}{where}; {advice}", file=sys.stderr)
         return 1
     return code

@@ -40,7 +40,7 @@ def _csv(value: str | None) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-def _int(environ: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
+def _int(environ: Mapping[str, str], name: str, default: int, minimum: int = 0, maximum: int | None = None) -> int:
     raw = environ.get(name, "").strip()
     if not raw:
         return default
@@ -50,6 +50,8 @@ def _int(environ: Mapping[str, str], name: str, default: int, minimum: int = 0) 
         raise SettingsError(f"{name}={raw!r} is not a whole number; set it to e.g. {default}.") from None
     if value < minimum:
         raise SettingsError(f"{name}={value} is below {minimum}; set it to {minimum} or more.")
+    if maximum is not None and value > maximum:
+        raise SettingsError(f"{name}={value} is above {maximum}; set it to {maximum} or less.")
     return value
 
 
@@ -173,7 +175,7 @@ class Settings:
         return cls(
             data_dir=Path(data_dir),
             host=environ.get("HOST", "").strip() or "127.0.0.1",
-            port=_int(environ, "PORT", 8000, minimum=0),
+            port=_int(environ, "PORT", 8000, minimum=0, maximum=65535),
             api_token=token,
             owner_login=owner,
             owner_id=int(owner_id) if owner_id else None,

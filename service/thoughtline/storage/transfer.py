@@ -127,19 +127,24 @@ class _Loader:
                 )
             for derived in ("thought_count", "last_thought_number", "total_thoughts"):
                 row[derived] = 0  # recomputed from the thoughts once they are in
-            self.sequences[row.pop("id")] = self._insert("sequences", row)
+            # Pop first: in `d[k] = v` the value is evaluated before the key, so the insert would
+            # still carry the file's own row id, which another store may already use.
+            old = row.pop("id")
+            self.sequences[old] = self._insert("sequences", row)
         elif kind == "branch":
             row["sequence_id"] = self.sequences[row["sequence_id"]]
             parent = row["parent_branch"]
             row["parent_branch"] = None if parent is None else self.branches[parent]
-            self.branches[row.pop("id")] = self._insert("branches", row)
+            old = row.pop("id")
+            self.branches[old] = self._insert("branches", row)
         elif kind == "thought":
             row.pop("id")
             row["sequence_id"] = self.sequences[row["sequence_id"]]
             row["branch"] = None if row["branch"] is None else self.branches[row["branch"]]
             self._insert("thoughts", row)
         elif kind == "thread":
-            self.threads[row.pop("id")] = self._thread(row)
+            old = row.pop("id")
+            self.threads[old] = self._thread(row)
         elif kind in THREAD_RECORDS:
             row["thread"] = self.threads[row["thread"]]
             row["sequence_id"] = self.sequences[row["sequence_id"]]
