@@ -19,6 +19,7 @@ from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS as PASSAGE_MIN_CHAR
 from thoughtline.domain.vector_keys import VECTOR_SLOTS, chunk_texts
 from thoughtline.library import model_identity
 from thoughtline.storage import search as search_store
+from thoughtline.storage.db import write_transaction
 
 if TYPE_CHECKING:
     from thoughtline.library.embed import Embedder
@@ -73,7 +74,7 @@ def backfill(
         if not pending:
             return done
         rows = embed_pending(embedder, pending, passage_min_chars)
-        with conn:
+        with write_transaction(conn):
             stored = search_store.store_vectors(conn, rows, made_by=embedder.model_id)
         # A thought deleted meanwhile is dequeued by its delete trigger, so the loop still ends.
         done += stored
@@ -90,7 +91,7 @@ def adopt_model(conn: apsw.Connection, embedder: Embedder) -> int | None:
     current = embedder.model_id
     if model_identity.store_model(conn) == current:
         return None  # the common case: a read, no write
-    with conn:
+    with write_transaction(conn):
         queued = model_identity.adopt(conn, current)
     return queued
 
@@ -103,7 +104,9 @@ def reindex(conn: apsw.Connection, embedder: Embedder, *, show_progress: bool = 
     """
     from tqdm import tqdm
 
-    with conn:
+    # Immediate, not deferred: a transaction that reads first and then writes gets SQLITE_BUSY at
+    # once, without waiting, when a running server committed in between.
+    with write_transaction(conn):
         total = search_store.reset_index(conn, embedder.model_id)
     with tqdm(total=total, unit="thought", desc="embedding", disable=not show_progress) as bar:
         return backfill(conn, embedder, progress=bar.update)
