@@ -231,14 +231,14 @@ def test_exporting_into_a_pipe_its_reader_closes_early_ends_quietly(tmp_path: Pa
     assert stderr == ""
 
 
-@pytest.mark.parametrize("command", ["new-store", "import", "backup"])
+@pytest.mark.parametrize("command", ["new-store", "import", "backup", "reindex"])
 def test_a_data_dir_that_is_a_file_is_refused_in_one_line(tmp_path: Path, command: str) -> None:
     source, exported = tmp_path / "source", tmp_path / "export.jsonl"
     assert cli("new-store", "--data-dir", str(source)).returncode == 0
     assert cli("export", "--data-dir", str(source), "-o", str(exported)).returncode == 0
     afile = tmp_path / "data"
     afile.write_text("not a folder\n")
-    extra = {"new-store": [], "import": [str(exported)], "backup": [str(tmp_path / "copy")]}[command]
+    extra = {"new-store": [], "import": [str(exported)], "backup": [str(tmp_path / "copy")], "reindex": []}[command]
     refused(cli(command, *extra, "--data-dir", str(afile)), str(afile))
     assert afile.read_text() == "not a folder\n"
 
@@ -266,3 +266,8 @@ def test_serve_on_a_port_outside_the_range_is_refused(tmp_path: Path, port: str)
     assert "from 1 to 65535" in result.stderr
     result = cli("serve", env={"THOUGHTLINE_DATA_DIR": str(tmp_path / "data"), "PORT": "99999"})
     refused(result, "PORT=99999 is above 65535")
+
+
+def test_reindex_of_a_data_dir_that_does_not_exist_is_refused_not_a_success(tmp_path: Path) -> None:
+    refused(cli("reindex", "--data-dir", str(tmp_path / "nowhere")), "no data directory at")
+    assert not (tmp_path / "nowhere").exists()

@@ -225,9 +225,13 @@ def cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
     from thoughtline.library import model_identity, vectors  # the model stack loads only for this command
     from thoughtline.library.embed import MiniLMEmbedder
 
-    data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir
     if args.user:
         _check_user(args.user)
+    found = _existing_data_dir(settings, args)
+    if found is None:
+        return 2
+    data_dir = found
+    if args.user:
         paths = [store_path(data_dir, args.user)]
     else:
         root = data_dir / "stores"
