@@ -20,6 +20,9 @@ from thoughtline.storage.db import connect
 from thoughtline.storage.router import store_path
 from thoughtline.web.app import create_app
 
+# The record every export ends with (crafted files below end with it too, or import refuses them as cut short).
+END = '{"type": "proposal_ids", "issued": 0}\n'
+
 
 def cli(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("THOUGHTLINE_", "MCP_API_TOKEN"))}
@@ -87,8 +90,8 @@ async def test_export_then_import_round_trips_a_store(tmp_path: Path) -> None:
 def test_check_reports_healthy_stores_and_refuses_newer_ones(tmp_path: Path) -> None:
     data = tmp_path / "data"
     path = store_path(data, OWNER_KEY)
-    imported = cli("import", "-", env={"THOUGHTLINE_DATA_DIR": str(data)}, stdin="")
-    assert imported.returncode == 0, imported.stderr
+    made = cli("new-store", env={"THOUGHTLINE_DATA_DIR": str(data)})
+    assert made.returncode == 0, made.stderr
     ok = cli("check", env={"THOUGHTLINE_DATA_DIR": str(data)})
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "1 store(s) checked, 0 with problems" in ok.stdout
@@ -176,7 +179,7 @@ def test_reindex_embeds_every_thought_of_every_store(tmp_path: Path) -> None:
         ]
     )
     env = {"THOUGHTLINE_DATA_DIR": str(data)}
-    assert cli("import", "-", env=env, stdin=records).returncode == 0
+    assert cli("import", "-", env=env, stdin=records + "\n" + END).returncode == 0
     result = cli("reindex", "--progress", env=env)
     assert result.returncode == 0, result.stderr
     model = MiniLMEmbedder().model_id

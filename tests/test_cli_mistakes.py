@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import TOKEN, ChildServer, free_port, stop_child, wait_healthy
-from tests.test_cli import cli
+from tests.test_cli import END, cli
 from thoughtline.identity import OWNER_KEY
 from thoughtline.storage.db import connect
 from thoughtline.storage.router import store_path
@@ -96,10 +96,10 @@ def test_importing_the_same_export_twice_is_refused_and_changes_nothing(tmp_path
         ]
     )
     env = {"THOUGHTLINE_DATA_DIR": str(data)}
-    first = cli("import", "-", env=env, stdin=export)
+    first = cli("import", "-", env=env, stdin=export + "\n" + END)
     assert first.returncode == 0, first.stderr
     refused(
-        cli("import", "-", env=env, stdin=export),
+        cli("import", "-", env=env, stdin=export + "\n" + END),
         f"sequence seq_{'5' * 32} is already in this store (was this export imported before?)",
         "Nothing was imported",
     )
@@ -213,7 +213,7 @@ def test_exporting_into_a_pipe_its_reader_closes_early_ends_quietly(tmp_path: Pa
         thought = {"type": "thought", "id": n, "sequence_id": 1, "position": n, "branch": None, "number": n}
         records.append({**thought, "total": count, "next_needed": 1, "body": "a long step " * 30, "created_at": n})
     env = {"THOUGHTLINE_DATA_DIR": str(data)}
-    loaded = cli("import", "-", env=env, stdin="\n".join(json.dumps(r) for r in records))
+    loaded = cli("import", "-", env=env, stdin="\n".join(json.dumps(r) for r in records) + "\n" + END)
     assert loaded.returncode == 0, loaded.stderr
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("THOUGHTLINE_", "MCP_API_TOKEN"))}
     with subprocess.Popen(

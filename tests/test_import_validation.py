@@ -251,3 +251,13 @@ def test_thought_text_the_tools_accept_imports_whatever_its_characters(
     ran = run(capsys, "import", "--data-dir", str(data), str(write_lines(tmp_path / "x.jsonl", records)))
     assert ran.code == 0, ran.err
     assert query(data, "SELECT body FROM thoughts WHERE position = 2") == [(body,)]
+
+
+@pytest.mark.parametrize("kept", [0, -1, -3])
+def test_an_export_cut_short_or_empty_is_refused_whole(
+    export: Export, tmp_path: Path, capsys: pytest.CaptureFixture[str], kept: int
+) -> None:
+    records = [dict(r) for r in export.records][:kept]
+    assert not records or records[-1]["type"] != "proposal_ids"
+    ran = refused_import(capsys, tmp_path, records, "cut short", "export the store again")
+    assert f"line {len(records) + 1}:" in ran.err

@@ -70,7 +70,7 @@ def records(thoughts: int) -> str:
         }
         for n in range(1, thoughts + 1)
     ]
-    return "\n".join(json.dumps(r) for r in [seq, *rows])
+    return "\n".join(json.dumps(r) for r in [seq, *rows, {"type": "proposal_ids", "issued": 0}])
 
 
 def make_store(data: Path, user: str) -> Path:

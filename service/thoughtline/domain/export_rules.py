@@ -308,11 +308,22 @@ class RecordChecker:
 def check_file(records: Iterable[tuple[int, Mapping[str, Any]]], now_ms: int) -> None:
     """Raise the first `RecordProblem` of a whole file (each record with its line number)."""
     checker = RecordChecker(now_ms, clamp=True)
+    last_ref, last_type = 0, None
     for ref, rec in records:
         checker.check(rec, ref)
+        last_ref, last_type = ref, rec.get("type")
     problems = checker.whole_file_problems()
     if problems:
         raise problems[0]
+    # Every export ends with its proposal_ids record: without it the file was cut short (or is empty),
+    # and importing the part that arrived would pass for a whole store.
+    if last_type != "proposal_ids":
+        raise RecordProblem(
+            "the file ends without the proposal_ids record every export ends with, so it was cut short: "
+            "export the store again (a file from a Thoughtline before 2026-12-01 can end with the line "
+            '{"type": "proposal_ids", "issued": 0})',
+            last_ref + 1,
+        )
 
 
 _NOWHERE = _Branch(sequence=0, label="", ref=0, from_thought=0, fork_position=0)
