@@ -113,6 +113,8 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
             f"{source} line {exc.ref}: {exc.message}. Import takes a file from `thoughtline export` as it was "
             "written; fix or remove that record. Nothing was imported."
         ) from None
+    except apsw.FullError:
+        raise CommandError("the disk is full; free some space and import again. Nothing was imported.") from None
     except apsw.Error as exc:
         raise CommandError(
             f"the file does not fit this store ({type(exc).__name__}: {str(exc)[:120]}); "
