@@ -20,7 +20,7 @@ from thoughtline.identity import OWNER_KEY
 from thoughtline.storage import migrations
 from thoughtline.storage.db import StorageError, connect
 from thoughtline.storage.registry import StoreRegistry
-from thoughtline.storage.router import StoreRouter, store_path
+from thoughtline.storage.router import StoreRouter, create_store, store_path
 
 pytestmark = pytest.mark.anyio
 
@@ -142,6 +142,17 @@ async def test_store_files_are_private_whatever_the_umask(tmp_path: Path) -> Non
             assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
     finally:
         stop_child(running)
+
+
+def test_a_store_created_by_a_command_has_a_private_data_directory_whatever_the_umask(tmp_path: Path) -> None:
+    previous = os.umask(0o022)
+    try:
+        path = create_store(tmp_path / "data", OWNER_KEY, "wal")  # what `new-store` and `import` run
+    finally:
+        os.umask(previous)
+    for folder in (path.parent, tmp_path / "data"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
 async def test_a_store_from_before_the_record_of_created_stores_is_adopted_then_protected(tmp_path: Path) -> None:

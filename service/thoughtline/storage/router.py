@@ -260,6 +260,7 @@ class StoreRouter:
 def create_store(data_dir: Path, user_key: str, journal: Journal) -> Path:
     """Deliberately create `user_key`'s store empty and record it; refuses when a file is there."""
     path = store_path(data_dir, user_key)
+    private_dir(data_dir)  # as a server opening it would: the data directory holds the auth database too
     private_dir(path.parent)
     if not create_private_file(path):
         raise StorageError(f"a store file for {user_key!r} already exists ({path.name}); nothing was changed")
