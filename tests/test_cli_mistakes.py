@@ -271,3 +271,20 @@ def test_serve_on_a_port_outside_the_range_is_refused(tmp_path: Path, port: str)
 def test_reindex_of_a_data_dir_that_does_not_exist_is_refused_not_a_success(tmp_path: Path) -> None:
     refused(cli("reindex", "--data-dir", str(tmp_path / "nowhere")), "no data directory at")
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_an_export_saved_with_a_byte_order_mark_imports(tmp_path: Path) -> None:
+    source, exported = tmp_path / "source", tmp_path / "export.jsonl"
+    assert cli("new-store", "--data-dir", str(source)).returncode == 0
+    assert cli("export", "--data-dir", str(source), "-o", str(exported)).returncode == 0
+    exported.write_bytes(b"\xef\xbb\xbf" + exported.read_bytes())  # as some editors save UTF-8
+    result = cli("import", str(exported), "--data-dir", str(tmp_path / "target"))
+    assert result.returncode == 0, result.stderr
+
+
+def test_an_export_to_an_empty_output_name_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    assert cli("new-store", "--data-dir", str(data)).returncode == 0
+    result = cli("export", "--data-dir", str(data), "-o", "")
+    refused(result, "--output is empty")
+    assert result.stdout == ""

@@ -57,6 +57,8 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
         raise CommandError(f"no store for user {args.user!r} under {path.parent}{_NO_STORE_HINT}")
     conn = connect(path, settings.journal, readonly=True)
     try:
+        if args.output == "":
+            raise CommandError("--output is empty; pass a file name, or leave it out to write to stdout.")
         out: TextIO = _new_private_file(args.output) if args.output else sys.stdout
     except BaseException:
         conn.close()
@@ -131,7 +133,8 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
 def _read_export(name: str) -> list[tuple[int, dict[str, object]]]:
     """The records of an export file (or stdin for `-`) with their line numbers, refusing anything else."""
     try:
-        source: TextIO = open(name, encoding="utf-8") if name != "-" else sys.stdin  # noqa: SIM115 - closed below
+        # utf-8-sig: a byte-order mark some editors add on saving is not part of the first record.
+        source: TextIO = open(name, encoding="utf-8-sig") if name != "-" else sys.stdin  # noqa: SIM115 - closed below
     except OSError as exc:
         why = f"cannot read {name}: {exc.strerror}"
         raise CommandError(f"{why}; pass a file written by `thoughtline export`.") from None
