@@ -252,7 +252,7 @@ def test_an_export_to_a_full_disk_is_refused_in_one_line(tmp_path: Path) -> None
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            env={k: v for k, v in os.environ.items() if not k.startswith(("THOUGHTLINE_", "MCP_API_TOKEN"))},
             timeout=120,
         )
     refused(result, "No space left on device")
