@@ -16,7 +16,7 @@ from tests.golden.harness import LibraryHarness, library_harness
 from tests.sample_notes import BOILER, DRIP, HOSE, LEASE, store_of
 from thoughtline.config import Settings, SettingsError
 from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS, VECTOR_SLOTS, chunk_texts
-from thoughtline.library import dense_runs, int8_product, vectors
+from thoughtline.library import dense, dense_runs, int8_product, vectors
 from thoughtline.library.dense import DenseIndex, Scores
 from thoughtline.library.embed import MiniLMEmbedder
 from thoughtline.storage import search as search_store
@@ -319,3 +319,27 @@ def test_a_product_whose_helper_is_busy_elsewhere_is_done_by_the_caller_alone_an
     assert np.array_equal(alone, shared)
     assert np.array_equal(after_shutdown, shared)
     assert np.array_equal(shared, np.concatenate([r.dot(queries) for r in runs], axis=1))
+
+
+def test_phrasings_scored_partly_on_the_helper_equal_those_scored_by_the_caller_alone(
+    golden_store: apsw.Connection, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queries = embedder.embed(PHRASINGS)
+    alone = DenseIndex()
+    alone.refresh(golden_store)
+    expected = alone.score_many(queries)
+    monkeypatch.setattr(dense, "HELPED_THOUGHTS", 1)  # the golden store counts as big
+    with ThreadPoolExecutor(max_workers=1) as helper:
+        helped = DenseIndex(helper=helper)
+        helped.refresh(golden_store)
+        shared = helped.score_many(queries)  # the helper takes the later phrasings
+        release = threading.Event()
+        busy = helper.submit(release.wait)  # another search's work, say
+        try:
+            while_busy = helped.score_many(queries)
+        finally:
+            release.set()
+        busy.result()
+    after_shutdown = helped.score_many(queries)  # a closing library's helper refuses work
+    for got in (shared, while_busy, after_shutdown):
+        _same(got, expected)

@@ -14,9 +14,10 @@ codes is `dense_runs.py`. Importing this module never loads the model or onnxrun
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 
 import apsw
@@ -45,6 +46,9 @@ from thoughtline.storage import vector_codes, vector_scan
 IntArray = NDArray[np.int64]
 # Appends add small packed runs; beyond this many the next refresh loads the store afresh.
 MAX_PACKED = 64
+# From this many thoughts on, a search's per-phrasing scoring is split with the helper thread
+# (below it, handing work over costs more than it saves).
+HELPED_THOUGHTS = 20_000
 # Per-vector bytes beyond its codes (scale, slot, column sum); what `estimated_bytes` assumes.
 OVERHEAD_PER_VECTOR = 12
 
@@ -293,12 +297,24 @@ class DenseIndex:
             return [Scores(empty_i, empty_f, empty_f, empty_f, empty_f, empty_i, layout.slots) for _ in qs]
         sims = self._product(runs, layout, Queries.of(qs)).astype(np.float32, copy=False)
         norms = np.maximum(layout.seq_norms, np.float32(1e-9))
-        out = []
-        for row in sims:  # one phrasing at a time: 1-D gathers ran 4x faster than 2-D ones
+
+        def per_thought(row: FloatArray) -> Scores:
             whole = row[layout.starts]
             per_seq = np.bincount(layout.seq_of, weights=whole, minlength=len(layout.seq_ids)) / norms
             # Cast per sequence, then gather: the same float32s as casting the gathered float64s.
             sequence = per_seq.astype(np.float32)[layout.seq_of]
             best = layout.passages.best(row)
-            out.append(Scores(layout.thought_ids, whole, best, sequence, row, layout.starts, layout.slots))
-        return out
+            return Scores(layout.thought_ids, whole, best, sequence, row, layout.starts, layout.slots)
+
+        # One phrasing at a time (1-D gathers ran 4x faster than 2-D ones). numpy's gathers and
+        # bincount leave the GIL, so a big store's later phrasings go to the helper meanwhile.
+        rows, helper = list(sims), self.helper
+        split = len(rows) // 2 if len(layout.starts) >= HELPED_THOUGHTS else 0
+        later: Future[list[Scores]] | None = None
+        if split and helper is not None:
+            with contextlib.suppress(RuntimeError):  # a helper shut down (the library closing)
+                later = helper.submit(lambda: [per_thought(r) for r in rows[split:]])
+        first = [per_thought(r) for r in (rows[:split] if later is not None else rows)]
+        if later is None:
+            return first
+        return first + ([per_thought(r) for r in rows[split:]] if later.cancel() else later.result())

@@ -126,6 +126,9 @@ def gather(conn: apsw.Connection, query: Query, scope: Scope) -> Pool:
     filters, tuning = scope.filters, scope.tuning
     keyword = _keyword_side(conn, [query.question], filters, tuning)
     alt_keyword = _keyword_side(conn, query.alternatives, filters, tuning) if query.alternatives else {}
+    # What needs no vector is read while the phrasings are still being embedded on the helper.
+    holders, weights = _term_holders(conn, query) if query.embedding is not None else ({}, {})
+    phrased_all = _phrased(conn, query.question) if query.embedding is not None else set()
     ph: Phrasings | None = None
     dense: dict[int, float] = {}
     question_dense: dict[int, float] = {}
@@ -146,9 +149,8 @@ def gather(conn: apsw.Connection, query: Query, scope: Scope) -> Pool:
     pairs = search_store.neighbour_pairs(conn, ids, filters)
     looked = [*ids, *(n for _, n in pairs)]
     ph = ph.restricted(looked)
-    holders, weights = _term_holders(conn, query)
     coverage = _coverage(query.terms, holders, weights, ids)
-    phrased = _phrased(conn, query.question, ids)
+    phrased = phrased_all & set(ids)
     sem_all = ph.values(ph.sem[0], looked)
     sem = {t: sem_all[t] for t in ids}
     seq_cos = ph.values(ph.sequence[0], ids)
@@ -288,12 +290,12 @@ def _coverage(
     return coverage
 
 
-def _phrased(conn: apsw.Connection, question: str, ids: Sequence[int]) -> set[int]:
-    """The pool thoughts holding two adjacent words of the question, adjacent."""
+def _phrased(conn: apsw.Connection, question: str) -> set[int]:
+    """The thoughts holding two adjacent words of the question, adjacent."""
     phrases = search.phrase_query(question)
     if not phrases:
         return set()
-    return search_store.bodies_matching(conn, [phrases])[0] & set(ids)
+    return search_store.bodies_matching(conn, [phrases])[0]
 
 
 def _sequence_coverage(
