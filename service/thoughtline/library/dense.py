@@ -14,10 +14,9 @@ codes is `dense_runs.py`. Importing this module never loads the model or onnxrun
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 import apsw
@@ -39,6 +38,7 @@ from thoughtline.library.dense_runs import (
     sequence_sums,
     sequences_of_thoughts,
 )
+from thoughtline.library.helping import on_helper
 from thoughtline.library.int8_product import FloatArray, Queries
 from thoughtline.storage import search as search_store
 from thoughtline.storage import vector_codes, vector_scan
@@ -308,13 +308,7 @@ class DenseIndex:
 
         # One phrasing at a time (1-D gathers ran 4x faster than 2-D ones). numpy's gathers and
         # bincount leave the GIL, so a big store's later phrasings go to the helper meanwhile.
-        rows, helper = list(sims), self.helper
+        rows = list(sims)
         split = len(rows) // 2 if len(layout.starts) >= HELPED_THOUGHTS else 0
-        later: Future[list[Scores]] | None = None
-        if split and helper is not None:
-            with contextlib.suppress(RuntimeError):  # a helper shut down (the library closing)
-                later = helper.submit(lambda: [per_thought(r) for r in rows[split:]])
-        first = [per_thought(r) for r in (rows[:split] if later is not None else rows)]
-        if later is None:
-            return first
-        return first + ([per_thought(r) for r in rows[split:]] if later.cancel() else later.result())
+        later = on_helper(self.helper if split else None, lambda: [per_thought(r) for r in rows[split:]])
+        return [per_thought(r) for r in rows[:split]] + later()

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from thoughtline.domain.vector_keys import VECTOR_SLOTS
+from thoughtline.library.helping import on_helper
 from thoughtline.library.int8_product import (
     CodeArray,
     FloatArray,
@@ -91,16 +92,9 @@ def product(runs: Sequence[Run], queries: Queries, helper: Executor | None = Non
         fill(range(len(runs)))
         return out
     half = next(i for i, at in enumerate(bounds) if at >= bounds[-1] / 2)
-    try:
-        later = helper.submit(fill, range(half, len(runs)))
-    except RuntimeError:  # the helper was shut down (the library is closing): do it all here
-        fill(range(len(runs)))
-        return out
+    later = on_helper(helper, fill, range(half, len(runs)))
     fill(range(half))
-    if later.cancel():
-        fill(range(half, len(runs)))
-    else:
-        later.result()
+    later()
     return out
 
 
