@@ -12,7 +12,7 @@ from tests.test_cli_mistakes import refused
 from thoughtline.identity import is_user_key
 
 
-@pytest.mark.parametrize("key", ["owner", "github:1", "github:583231"])
+@pytest.mark.parametrize("key", ["owner", "github:1", "github:583231", "github:9223372036854775807"])
 def test_the_keys_a_caller_maps_to_are_user_keys(key: str) -> None:
     assert is_user_key(key)
 
@@ -29,13 +29,15 @@ def test_the_keys_a_caller_maps_to_are_user_keys(key: str) -> None:
         "Owner",
         "github:12a",
         "gitlab:1",
+        "github:1" + "0" * 19,
+        "github:" + "7" * 300,
     ],
 )
 def test_keys_no_caller_maps_to_are_refused_non_ascii_digits_included(key: str) -> None:
     assert not is_user_key(key)
 
 
-@pytest.mark.parametrize("user", ["../../etc", "github:١٢٣"])
+@pytest.mark.parametrize("user", ["../../etc", "github:١٢٣", "github:" + "7" * 300])
 def test_new_store_refuses_a_user_key_no_caller_maps_to_and_creates_nothing(tmp_path: Path, user: str) -> None:
     data = tmp_path / "data"
     refused(

@@ -47,14 +47,20 @@ def github_user_key(account_id: int) -> str:
     return f"github:{account_id}"
 
 
+# Digits of the largest GitHub account id there can be (2**63 - 1).
+MAX_ACCOUNT_DIGITS = 19
+
+
 def is_user_key(key: str) -> bool:
     """Whether some principal can map to `key`: `owner`, or `github:` + a numeric account id.
 
     The id is ASCII digits only: `str.isdigit` also accepts other scripts' digits (`١٢٣`) and
     superscripts, which no GitHub id is written with, so such a store could never be reached.
+    GitHub's ids are 64-bit integers: longer than 19 digits, no account has it (and a 300-digit
+    key would make a file name past the file system's limit).
     """
     prefix, _, account = key.partition(":")
-    numeric = account.isascii() and account.isdigit()
+    numeric = account.isascii() and account.isdigit() and len(account) <= MAX_ACCOUNT_DIGITS
     return key == OWNER_KEY or (prefix == "github" and numeric and account[0] != "0")
 
 
