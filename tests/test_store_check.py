@@ -138,3 +138,24 @@ async def test_a_corrupt_store_answers_deep_health_and_tool_calls_with_a_clear_e
         assert text(result).startswith("storage_error: ")
         assert "retry shortly" not in text(result)
         assert "retrying will not help" in text(result)
+
+
+def test_backup_of_a_damaged_store_is_refused_and_leaves_no_copy_that_looks_good(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    make_store(data, "github:1")
+    damaged = make_store(data, "github:2")
+    with open(damaged, "r+b") as handle:  # a page of the thoughts b-tree overwritten with garbage
+        handle.seek(PAGE * (os.path.getsize(damaged) // PAGE // 2))
+        handle.write(b"\xa5" * PAGE)
+    dest = tmp_path / "copy"
+    result = cli("backup", str(dest), "--data-dir", str(data))
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert f"{damaged.name} is damaged" in result.stderr, result.stderr
+    assert "thoughtline check" in result.stderr
+    assert "nothing was backed up" in result.stderr
+    assert not list(dest.rglob("*.sqlite3*"))
+    # One healthy store is still backed up on its own.
+    alone = cli("backup", str(tmp_path / "one"), "--user", "github:1", "--data-dir", str(data))
+    assert alone.returncode == 0, alone.stderr
+    assert cli("check", "--data-dir", str(tmp_path / "one")).returncode == 0

@@ -10,6 +10,7 @@ half-copied. Files are written under a temporary name, fsynced, then renamed int
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import apsw
@@ -42,6 +43,9 @@ def backup_store(source: Path, dest_stores: Path, journal: Journal) -> int:
                 pages = step.pagecount
             # The copy is a standalone file: no WAL beside it to forget when it is moved.
             dst.execute("PRAGMA journal_mode=DELETE")
+            # The online backup copies pages as they are: a damaged store gives a damaged copy
+            # that looks like a good one. Checked on the copy, so the server is never held up.
+            finding = str(next(iter(dst.execute("PRAGMA quick_check(1)")))[0])
         finally:
             dst.close()
     except apsw.Error as exc:
@@ -49,6 +53,12 @@ def backup_store(source: Path, dest_stores: Path, journal: Journal) -> int:
         raise StorageError(f"backing up {source.name} failed: {type(exc).__name__}") from exc
     finally:
         src.close()
+    if finding != "ok":
+        remove_quietly(partial)
+        raise StorageError(
+            f"{source.name} is damaged ({finding[:200]}), so its copy would be too; run `thoughtline check` "
+            "to see every problem, and `thoughtline export` to save what can still be read"
+        )
     fd = os.open(partial, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -65,8 +75,13 @@ def backup_stores(sources: list[Path], dest: Path, journal: Journal) -> list[tup
     recorded = StoreRegistry(sources[0].parent).entries() if sources else {}
     copy = StoreRegistry(dest_stores)
     done: list[tuple[str, int]] = []
-    for source in sources:
-        done.append((source.name, backup_store(source, dest_stores, journal)))
-        if source.name in recorded:
-            copy.keep(recorded[source.name])
+    try:
+        for source in sources:
+            done.append((source.name, backup_store(source, dest_stores, journal)))
+            if source.name in recorded:
+                copy.keep(recorded[source.name])
+    except StorageError as exc:
+        # Half a backup passes for a whole one later: the folder (empty or new before) is emptied.
+        shutil.rmtree(dest_stores, ignore_errors=True)
+        raise StorageError(f"{exc}; nothing was backed up") from exc
     return done
