@@ -167,6 +167,23 @@ def test_a_record_referring_to_nothing_earlier_is_refused(
     refused_import(capsys, tmp_path, records, f"line {len(records)}: unknown record type")
 
 
+def test_a_membership_whose_sequence_id_and_public_id_disagree_is_refused(
+    export: Export, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Repointing `sequence_id` alone would file the membership under a sequence nobody meant.
+    _, member = first(export.records, "thread_member")
+    other = next(r for r in export.records if r["type"] == "sequence" and r["id"] != member["sequence_id"])
+    line, records = edited(export, "thread_member", lambda rec: rec.__setitem__("sequence_id", other["id"]))
+    refused_import(
+        capsys,
+        tmp_path,
+        records,
+        f"line {line}: ",
+        f"'sequence_public_id' is {member['sequence_public_id']} but sequence record {other['id']}",
+        f"is {other['public_id']}; make them name the same sequence",
+    )
+
+
 def test_a_sequence_without_thoughts_is_refused(
     export: Export, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

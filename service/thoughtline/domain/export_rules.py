@@ -54,6 +54,7 @@ class _Sequence:
     last_total: int = 0
     numbers: dict[int, int] = field(default_factory=dict)  # position -> thought number
     flawed: bool = False  # a thought of it broke a rule: its derived columns are not known
+    public_id: str = ""
 
 
 @dataclass
@@ -136,6 +137,7 @@ class RecordChecker:
         if not isinstance(public_id, str) or not SEQUENCE_ID_RE.match(public_id):
             raise f.problem("'public_id' must be seq_ followed by 32 lowercase hex characters, as the tools issue")
         self._public_ids.add(public_id)
+        self._sequences[rowid].public_id = public_id
         parent = f.text("parent_public_id", 64, required=False)
         if parent is not None and not SEQUENCE_ID_RE.match(parent):
             raise f.problem("'parent_public_id' must be a sequence id (seq_ and 32 hex characters) or null")
@@ -293,7 +295,16 @@ class RecordChecker:
         thread = f.raw("thread")
         if not is_id(thread) or thread not in self._threads:
             raise f.problem(f"refers to thread record {kind_of(thread)}, which is not earlier in the file")
-        out: dict[str, Any] = {"thread": thread, "sequence_id": self._own_sequence(f)}
+        seq = self._own_sequence(f)
+        named = f.rec.get("sequence_public_id")
+        # The export writes both; a hand edit that changed one would file the membership under a
+        # sequence nobody meant.
+        if named is not None and named != self._sequences[seq].public_id:
+            raise f.problem(
+                f"'sequence_public_id' is {_shown(named)} but sequence record {seq} is "
+                f"{self._sequences[seq].public_id}; make them name the same sequence"
+            )
+        out: dict[str, Any] = {"thread": thread, "sequence_id": seq}
         if f.rec.get("type") == "thread_member":
             out["added_by"] = f.choice("added_by", ("agent", "user", "review"))
             out["created_at"] = f.time("created_at")
@@ -303,6 +314,11 @@ class RecordChecker:
 
     def _proposal_ids(self, f: Fields) -> dict[str, Any]:
         return {"issued": f.integer("issued", 0, MAX_ID)}
+
+
+def _shown(value: object) -> str:
+    """A sequence id as it is (ids are not thought text); anything else by its kind."""
+    return value if isinstance(value, str) and SEQUENCE_ID_RE.match(value) else kind_of(value)
 
 
 def check_file(records: Iterable[tuple[int, Mapping[str, Any]]], now_ms: int) -> None:
