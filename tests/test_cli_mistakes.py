@@ -19,6 +19,7 @@ import pytest
 
 from tests.support import TOKEN, ChildServer, free_port, stop_child, wait_healthy
 from tests.test_cli import END, cli
+from tests.test_store_check import records
 from thoughtline.identity import OWNER_KEY
 from thoughtline.storage.db import connect
 from thoughtline.storage.router import store_path
@@ -288,3 +289,29 @@ def test_an_export_to_an_empty_output_name_is_refused(tmp_path: Path) -> None:
     result = cli("export", "--data-dir", str(data), "-o", "")
     refused(result, "--output is empty")
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize("command", ["import", "backup"])
+def test_a_store_that_cannot_be_written_is_named_as_the_problem_not_the_input(tmp_path: Path, command: str) -> None:
+    source, exported = tmp_path / "source", tmp_path / "export.jsonl"
+    assert cli("import", "--data-dir", str(source), "-", stdin=records(200)).returncode == 0
+    assert cli("export", "--data-dir", str(source), "-o", str(exported)).returncode == 0
+    args = {
+        "import": ["import", "--data-dir", str(tmp_path / "target"), str(exported)],
+        "backup": ["backup", str(tmp_path / "copy"), "--data-dir", str(source)],
+    }[command]
+    # A file-size limit of 64 KiB (128 blocks of 512 bytes), as a quota or a filling disk gives:
+    # Python ignores SIGXFSZ, so writes past it fail.
+    capped = ["sh", "-c", 'ulimit -f 128 && exec "$0" "$@"', sys.executable, "-m", "thoughtline"]
+    result = subprocess.run(
+        [*capped, *args],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("THOUGHTLINE_", "MCP_API_TOKEN"))},
+        timeout=120,
+        check=False,
+    )
+    refused(result, "could not be written", "is the disk full")
+    assert "unedited file" not in result.stderr
+    if command == "backup":
+        assert not list((tmp_path / "copy").rglob("*.sqlite3*"))

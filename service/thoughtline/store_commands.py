@@ -117,6 +117,12 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
         ) from None
     except apsw.FullError:
         raise CommandError("the disk is full; free some space and import again. Nothing was imported.") from None
+    except apsw.IOError:
+        # The store could not be written: the file is not at fault, so its advice would mislead.
+        raise CommandError(
+            f"{path} could not be written (a disk I/O error: is the disk full, the file over a size limit, "
+            "or the file system read-only?); fix that and import again. Nothing was imported."
+        ) from None
     except apsw.Error as exc:
         raise CommandError(
             f"the file does not fit this store ({type(exc).__name__}: {str(exc)[:120]}); "

@@ -48,6 +48,12 @@ def backup_store(source: Path, dest_stores: Path, journal: Journal) -> int:
             finding = str(next(iter(dst.execute("PRAGMA quick_check(1)")))[0])
         finally:
             dst.close()
+    except (apsw.FullError, apsw.IOError) as exc:
+        remove_quietly(partial)
+        raise StorageError(
+            f"backing up {source.name} failed: its copy in {dest_stores} could not be written ({type(exc).__name__}: "
+            "is the disk full, the file over a size limit, or the file system read-only?)"
+        ) from exc
     except apsw.Error as exc:
         remove_quietly(partial)
         raise StorageError(f"backing up {source.name} failed: {type(exc).__name__}") from exc
