@@ -102,7 +102,9 @@ async def test_an_imported_thread_merges_into_a_same_named_thread_of_the_target(
     with served(target) as app:
         async with connected(app) as client:
             await create(client, "POSTGRES", "From the server.")
-    assert cli("import", "-", data=target.data_dir, stdin=exported).returncode == 0
+    imported = cli("import", "-", data=target.data_dir, stdin=exported)
+    assert imported.returncode == 0
+    assert "1 thread (1 merged into threads of the same name)" in imported.stdout, imported.stdout
     with served(target) as app:
         async with connected(app) as client:
             listed = await call(client, "configure_thread", action="list")

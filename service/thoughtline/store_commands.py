@@ -132,6 +132,7 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     print(
         f"imported {counted(counts['sequence'], 'sequence')}, {branches}, {counted(counts['thought'], 'thought')}, "
         f"{counted(counts['thread'], 'thread')}"
+        + (f" ({counts['merged_thread']} merged into threads of the same name)" if counts["merged_thread"] else "")
     )
     return 0
 

@@ -107,6 +107,7 @@ def import_records(
                 loader.sequences[file_id],
             ),
         )
+    counts["merged_thread"] = loader.merged
     return counts
 
 
@@ -118,6 +119,7 @@ class _Loader:
         self.sequences: dict[int, int] = {}
         self.branches: dict[int, int] = {}
         self.threads: dict[int, int] = {}
+        self.merged = 0  # threads of the file absorbed by one of the store's
 
     def load(self, kind: str, row: dict[str, Any], ref: int) -> None:
         if kind == "sequence":
@@ -165,6 +167,7 @@ class _Loader:
         key = name_key(str(row["name"]))
         found: list[tuple[int]] = list(self.conn.execute("SELECT id FROM threads WHERE name_key = ?", (key,)))
         if found:
+            self.merged += 1
             return found[0][0]
         return self._insert("threads", {**row, "name_key": key})
 
