@@ -317,3 +317,9 @@ def test_a_store_that_cannot_be_written_is_named_as_the_problem_not_the_input(tm
     assert "unedited file" not in result.stderr
     if command == "backup":
         assert not list((tmp_path / "copy").rglob("*.sqlite3*"))
+        return
+    # The store the failed import began may be left part-made; importing again, with room, completes it.
+    again = cli(*args)
+    assert again.returncode == 0, again.stderr
+    assert "200 thoughts" in again.stdout
+    assert cli("check", "--data-dir", str(tmp_path / "target")).returncode == 0
