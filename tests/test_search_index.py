@@ -16,7 +16,7 @@ from tests.golden.harness import LibraryHarness, library_harness
 from tests.sample_notes import BOILER, DRIP, HOSE, LEASE, store_of
 from thoughtline.config import Settings, SettingsError
 from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS, VECTOR_SLOTS, chunk_texts
-from thoughtline.library import dense, dense_runs, int8_product, vectors
+from thoughtline.library import dense_runs, helping, int8_product, vectors
 from thoughtline.library.dense import DenseIndex, Scores
 from thoughtline.library.embed import MiniLMEmbedder
 from thoughtline.storage import search as search_store
@@ -328,7 +328,7 @@ def test_phrasings_scored_partly_on_the_helper_equal_those_scored_by_the_caller_
     alone = DenseIndex()
     alone.refresh(golden_store)
     expected = alone.score_many(queries)
-    monkeypatch.setattr(dense, "HELPED_THOUGHTS", 1)  # the golden store counts as big
+    monkeypatch.setattr(helping, "HELPED_THOUGHTS", 1)  # the golden store counts as big
     with ThreadPoolExecutor(max_workers=1) as helper:
         helped = DenseIndex(helper=helper)
         helped.refresh(golden_store)

@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 
 from thoughtline import resources
 from thoughtline.domain.vector_keys import VECTOR_SLOTS
+from thoughtline.library import helping
 from thoughtline.library.dense_runs import (
     Loaded,
     Run,
@@ -38,7 +39,6 @@ from thoughtline.library.dense_runs import (
     sequence_sums,
     sequences_of_thoughts,
 )
-from thoughtline.library.helping import on_helper
 from thoughtline.library.int8_product import FloatArray, Queries
 from thoughtline.storage import search as search_store
 from thoughtline.storage import vector_codes, vector_scan
@@ -46,9 +46,6 @@ from thoughtline.storage import vector_codes, vector_scan
 IntArray = NDArray[np.int64]
 # Appends add small packed runs; beyond this many the next refresh loads the store afresh.
 MAX_PACKED = 64
-# From this many thoughts on, a search's per-phrasing scoring is split with the helper thread
-# (below it, handing work over costs more than it saves).
-HELPED_THOUGHTS = 20_000
 # Per-vector bytes beyond its codes (scale, slot, column sum); what `estimated_bytes` assumes.
 OVERHEAD_PER_VECTOR = 12
 
@@ -309,6 +306,6 @@ class DenseIndex:
         # One phrasing at a time (1-D gathers ran 4x faster than 2-D ones). numpy's gathers and
         # bincount leave the GIL, so a big store's later phrasings go to the helper meanwhile.
         rows = list(sims)
-        split = len(rows) // 2 if len(layout.starts) >= HELPED_THOUGHTS else 0
-        later = on_helper(self.helper if split else None, lambda: [per_thought(r) for r in rows[split:]])
+        split = len(rows) // 2 if len(layout.starts) >= helping.HELPED_THOUGHTS else 0
+        later = helping.on_helper(self.helper if split else None, lambda: [per_thought(r) for r in rows[split:]])
         return [per_thought(r) for r in rows[:split]] + later()

@@ -16,6 +16,10 @@ from typing import ParamSpec, TypeVar
 P = ParamSpec("P")
 T = TypeVar("T")
 
+# From this many thoughts on, a search hands part of its numpy work to the helper; below it the
+# handover costs more than the work.
+HELPED_THOUGHTS = 20_000
+
 
 def on_helper(helper: Executor | None, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> Callable[[], T]:
     """Start `fn(*args, **kwargs)` on `helper` (None: nowhere) and return what waits for its result.

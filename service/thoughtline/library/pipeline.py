@@ -17,9 +17,8 @@ import apsw
 import numpy as np
 
 from thoughtline.domain.vector_keys import passage_of
-from thoughtline.library import ranker, search
+from thoughtline.library import helping, ranker, search
 from thoughtline.library.dense import DenseIndex
-from thoughtline.library.helping import on_helper
 from thoughtline.library.phrasings import Phrasings, score_phrasings
 from thoughtline.library.query import Query
 from thoughtline.library.search_types import Hit, Outcome, Scope, Tuning
@@ -138,7 +137,8 @@ def gather(conn: apsw.Connection, query: Query, scope: Scope) -> Pool:
         index.refresh(conn)
         allowed = search_store.filtered_thought_ids(conn, filters) if filters.active else None
         ph = score_phrasings(index.score_many(query.vectors), models.seq_weight)
-        fused = on_helper(index.helper, ph.top_fused, tuning.pool, allowed) if query.alternatives else None
+        helper = index.helper if len(ph.scores[0].thought_ids) >= helping.HELPED_THOUGHTS else None
+        fused = helping.on_helper(helper, ph.top_fused, tuning.pool, allowed) if query.alternatives else None
         question_dense = ph.top(0, tuning.pool, allowed)
         dense = question_dense if fused is None else fused()
 
