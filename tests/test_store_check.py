@@ -155,6 +155,11 @@ def test_backup_of_a_damaged_store_is_refused_and_leaves_no_copy_that_looks_good
     assert "thoughtline check" in result.stderr
     assert "nothing was backed up" in result.stderr
     assert not list(dest.rglob("*.sqlite3*"))
+    damaged.write_bytes(b"this is a text file now\n" * 100)  # not a database at all
+    result = cli("backup", str(tmp_path / "again"), "--data-dir", str(data))
+    assert result.returncode != 0
+    assert f"opening store {damaged.name} failed: NotADBError; nothing was backed up" in result.stderr
+    assert not list((tmp_path / "again").rglob("*.sqlite3*"))
     # One healthy store is still backed up on its own.
     alone = cli("backup", str(tmp_path / "one"), "--user", "github:1", "--data-dir", str(data))
     assert alone.returncode == 0, alone.stderr

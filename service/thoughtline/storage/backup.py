@@ -86,7 +86,7 @@ def backup_stores(sources: list[Path], dest: Path, journal: Journal) -> list[tup
             done.append((source.name, backup_store(source, dest_stores, journal)))
             if source.name in recorded:
                 copy.keep(recorded[source.name])
-    except StorageError as exc:
+    except (StorageError, OSError) as exc:
         # Half a backup passes for a whole one later: the folder (empty or new before) is emptied.
         shutil.rmtree(dest_stores, ignore_errors=True)
         raise StorageError(f"{exc}; nothing was backed up") from exc
