@@ -124,10 +124,14 @@ def gather(conn: apsw.Connection, query: Query, scope: Scope) -> Pool:
     """Collect the candidate pool of one query with every feature the models read."""
     models = (scope.models or MODELS).pick(query.has_alternatives)
     filters, tuning = scope.filters, scope.tuning
-    keyword = _keyword_side(conn, [query.question], filters, tuning)
-    alt_keyword = _keyword_side(conn, query.alternatives, filters, tuning) if query.alternatives else {}
+    keyword = _keyword_side(conn, query.terms, [query.question], filters, tuning)
+    # Every word of the alternatives, the question's too: scoring only the words they add was
+    # cheaper but ranked no better on train and dev (docs/retrieval.md, round 6).
+    alt_keyword = _keyword_side(conn, query.alternative_words, query.alternatives, filters, tuning)
     # What needs no vector is read while the phrasings are still being embedded on the helper.
-    holders, weights = _term_holders(conn, query) if query.embedding is not None else ({}, {})
+    # One count serves the IDF weights and the abstention model (~0.5 ms at 100k thoughts).
+    total_docs = search_store.thought_count(conn) if query.embedding is not None else 0
+    holders, weights = _term_holders(conn, query, total_docs) if query.embedding is not None else ({}, {})
     phrased_all = _phrased(conn, query.question) if query.embedding is not None else set()
     ph: Phrasings | None = None
     dense: dict[int, float] = {}
@@ -229,7 +233,7 @@ def gather(conn: apsw.Connection, query: Query, scope: Scope) -> Pool:
         )
     qf = ranker.query_features(qev, alt_qev)
     if models.abstain is not None:
-        qf = ranker.shrink_vocabulary(qf, models.abstain, search_store.thought_count(conn))
+        qf = ranker.shrink_vocabulary(qf, models.abstain, total_docs)
     return Pool(query, models, ids, records, features, qf, keyword, alt_keyword, dense, similarity, ph)
 
 
@@ -255,10 +259,10 @@ _UNSEEN = 50.0
 
 
 def _keyword_side(
-    conn: apsw.Connection, texts: Sequence[str], filters: SearchFilters, tuning: Tuning
+    conn: apsw.Connection, terms: Sequence[str], texts: Sequence[str], filters: SearchFilters, tuning: Tuning
 ) -> dict[int, float]:
-    """BM25 of an OR over the texts' content words, plus a bonus for each text's adjacent-word phrases."""
-    match = search.natural_query(" ".join(texts))
+    """BM25 of an OR over `terms`, plus a bonus for each of the `texts`' adjacent-word phrases."""
+    match = search.terms_query(terms)
     if match is None:
         return {}
     weights = ColumnWeights(context=tuning.context_weight, title=tuning.title_weight)
@@ -270,13 +274,16 @@ def _keyword_side(
     return keyword
 
 
-def _term_holders(conn: apsw.Connection, query: Query) -> tuple[dict[str, set[int]], dict[str, float]]:
-    """Every thought holding each term of every phrasing in its own text, and each term's IDF weight."""
+def _term_holders(
+    conn: apsw.Connection, query: Query, total_docs: int
+) -> tuple[dict[str, set[int]], dict[str, float]]:
+    """Every thought holding each term of every phrasing in its own text, and each term's IDF weight
+    among the store's `total_docs` thoughts."""
     terms = list(query.all_terms)
     found = search_store.bodies_matching(conn, [search.quote_term(t) for t in terms]) if terms else []
-    total_docs = max(1, search_store.thought_count(conn))
     holders = dict(zip(terms, found, strict=True))
-    weights = {t: (_UNSEEN if not held else ranker.idf(len(held), total_docs)) for t, held in holders.items()}
+    docs = max(1, total_docs)
+    weights = {t: (_UNSEEN if not held else ranker.idf(len(held), docs)) for t, held in holders.items()}
     return holders, weights
 
 

@@ -40,6 +40,9 @@ class Query:
     # The question's content terms (exact lookups rest on these), then those only the alternatives add.
     terms: tuple[str, ...]
     alternative_terms: tuple[str, ...]
+    # The content words of the alternatives taken together, the question's among them (their
+    # keyword side scores these).
+    alternative_words: tuple[str, ...]
     # The phrasings' embedding, made on a helper thread while the keyword side runs; None when
     # the search answers by keyword.
     embedding: Embedding | None
@@ -82,10 +85,11 @@ def build_query(
             if term not in seen:
                 seen.add(term)
                 extra.append(term)
+    words = tuple(content_terms(" ".join(alts))) if alts else ()
     embedding = None
     if embedder is not None:
         embedding = Embedding(embedder, [embedder.query_prefix + p for p in (question, *alts)], helper)
-    return Query(question, alts, terms, tuple(extra), embedding)
+    return Query(question, alts, terms, tuple(extra), words, embedding)
 
 
 class Embedding:

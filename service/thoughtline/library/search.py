@@ -55,10 +55,12 @@ def natural_query(text: str) -> str | None:
     A real question rarely has every word in one thought, so a strict AND of its words finds
     nothing; BM25 over an OR still ranks thoughts holding more and rarer terms first.
     """
-    terms = content_terms(text)
-    if not terms:
-        return None
-    return " OR ".join(quote_term(t) for t in terms)
+    return terms_query(content_terms(text))
+
+
+def terms_query(terms: Sequence[str]) -> str | None:
+    """An OR query of already chosen terms, each quoted; None when there are none."""
+    return " OR ".join(quote_term(t) for t in terms) or None
 
 
 def phrase_query(text: str) -> str | None:
