@@ -274,9 +274,7 @@ def _keyword_side(
     return keyword
 
 
-def _term_holders(
-    conn: apsw.Connection, query: Query, total_docs: int
-) -> tuple[dict[str, set[int]], dict[str, float]]:
+def _term_holders(conn: apsw.Connection, query: Query, total_docs: int) -> tuple[dict[str, set[int]], dict[str, float]]:
     """Every thought holding each term of every phrasing in its own text, and each term's IDF weight
     among the store's `total_docs` thoughts."""
     terms = list(query.all_terms)
