@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from thoughtline.library.dense import DenseIndex
-from thoughtline.library.embed import MiniLMEmbedder
+from thoughtline.library.embed import MiniLMEmbedder, serving_embedder
 from thoughtline.library.retrieval import hybrid_search
 from thoughtline.storage import search as search_store
 from thoughtline.storage.db import connect
@@ -234,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workdir", type=Path, default=None, help="reuse stores here (default: a temp dir)")
     args = parser.parse_args(argv)
     report: dict[str, object] = {"rss_mb_before_model": round(_rss_mb(), 1), "load_average": _load_average()}
-    embedder = MiniLMEmbedder()
+    embedder = serving_embedder()  # as the server runs it
     sample = [
         f"{q}; attempt {i} with more context about the system and what was tried" for i, q in enumerate(QUERIES * 26)
     ]

@@ -11,7 +11,7 @@ import pytest
 
 from tests.embedder_support import Recorder, embed_all, write_notes
 from tests.golden.harness import library_harness
-from thoughtline.library.embed import MAX_TOKENS, MINILM_DIM, MiniLMEmbedder
+from thoughtline.library.embed import MAX_TOKENS, MINILM_DIM, MiniLMEmbedder, serving_embedder
 
 
 def test_vectors_are_unit_length_float32_of_the_declared_dimension(embedder: MiniLMEmbedder) -> None:
@@ -100,3 +100,19 @@ async def test_the_query_prefix_is_put_before_search_queries_only(tmp_path: Path
     assert stored_texts
     assert all(not t.startswith(prefix) for t in stored_texts)
     assert recorder.texts[len(stored_texts) :] == [prefix + "which worker reported codeword1"]
+
+
+def test_the_server_embeds_as_reindex_does_on_one_onnx_thread(embedder: MiniLMEmbedder) -> None:
+    # The server's query vectors are compared with vectors `thoughtline reindex` stored using
+    # every core: the session options may change the speed, never the vectors.
+    texts = [
+        "Why did the nightly export job fail?",
+        "The export died because the disk filled up; we moved the scratch files to the big volume.",
+        "rotate refresh tokens safely",
+    ]
+    serving = serving_embedder()
+    assert serving.embed(texts[:1]).shape == (1, MINILM_DIM)
+    session, _ = serving._load()
+    assert session.get_session_options().intra_op_num_threads == 1
+    cosines = (serving.embed(texts) * embedder.embed(texts)).sum(axis=1)
+    assert float(cosines.min()) > 0.99999

@@ -51,9 +51,9 @@ INDEX_BUDGET_BYTES = 256 * 2**20
 
 
 def _default_embedder() -> Embedder:
-    from thoughtline.library.embed import MiniLMEmbedder
+    from thoughtline.library.embed import serving_embedder
 
-    return MiniLMEmbedder()
+    return serving_embedder()
 
 
 class AfterCommitWork:
