@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests import fts_support as fts
 from thoughtline.library import search
+from thoughtline.library.query import build_query
 from thoughtline.storage import search as search_store
 from thoughtline.storage.db import connect
 from thoughtline.storage.migrations import migrate
@@ -49,7 +50,7 @@ def conn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[apsw.Connection]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=ANY_TEXT)
 def test_any_text_escapes_to_a_query_fts5_accepts(conn: apsw.Connection, text: str) -> None:
-    for match in (fts.fts_escape(text), search.natural_query(text), search.phrase_query(text)):
+    for match in (fts.fts_escape(text), search.terms_query(search.content_terms(text)), search.phrase_query(text)):
         if match is None:
             continue
         # Raises apsw.SQLError on a syntax error; any result list (even empty) is a pass.
@@ -65,13 +66,14 @@ def test_operators_in_user_text_are_searched_as_words(conn: apsw.Connection) -> 
 
 def test_text_without_words_gives_no_query() -> None:
     assert fts.fts_escape(' "* ^ ()') is None
-    assert search.natural_query("?!") is None
+    assert search.terms_query(search.content_terms("?!")) is None
     assert search.phrase_query("?!") is None
 
 
-def test_natural_query_drops_stopwords_and_joins_the_rest_with_or() -> None:
-    assert search.natural_query("How did we fix the flaky checkout test?") == '"fix" OR "flaky" OR "checkout" OR "test"'
+def test_a_question_s_keyword_query_drops_stopwords_and_joins_the_rest_with_or() -> None:
+    terms = build_query("How did we fix the flaky checkout test?").terms
+    assert search.terms_query(terms) == '"fix" OR "flaky" OR "checkout" OR "test"'
 
 
-def test_natural_query_keeps_a_question_made_only_of_stopwords() -> None:
-    assert search.natural_query("what was it") == '"what" OR "was" OR "it"'
+def test_a_question_made_only_of_stopwords_keeps_its_words() -> None:
+    assert search.terms_query(build_query("what was it").terms) == '"what" OR "was" OR "it"'

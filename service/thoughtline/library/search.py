@@ -49,17 +49,12 @@ def content_terms(text: str) -> list[str]:
     return list(seen)
 
 
-def natural_query(text: str) -> str | None:
-    """An OR query of the question's content words; None when empty.
+def terms_query(terms: Sequence[str]) -> str | None:
+    """An OR query of the given terms (a query's `content_terms`), each quoted; None when there are none.
 
     A real question rarely has every word in one thought, so a strict AND of its words finds
     nothing; BM25 over an OR still ranks thoughts holding more and rarer terms first.
     """
-    return terms_query(content_terms(text))
-
-
-def terms_query(terms: Sequence[str]) -> str | None:
-    """An OR query of already chosen terms, each quoted; None when there are none."""
     return " OR ".join(quote_term(t) for t in terms) or None
 
 
