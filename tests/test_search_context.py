@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+import threading
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import apsw
 import pytest
 
 from tests import fts_support as fts
+from thoughtline.domain.arguments import ThoughtInput
 from thoughtline.library import search
 from thoughtline.storage import search as search_store
-from thoughtline.storage.db import connect
+from thoughtline.storage.db import Writer, connect
 from thoughtline.storage.migrations import MIGRATIONS, migrate
 from thoughtline.storage.search import ColumnWeights, SearchFilters
+from thoughtline.storage.thoughts import Replayed, Written, append_thought
 
 STEPS = [
     "The nightly export keeps timing out.",
@@ -134,3 +139,92 @@ def test_a_phrase_query_finds_only_thoughts_holding_the_words_side_by_side(conn:
     phrases = search.phrase_query("Which support group did she join?")
     assert phrases == '"support group"'
     assert _ids(conn, fts.in_column("body", phrases)) == [1]
+
+
+@pytest.mark.anyio
+async def test_a_commit_group_indexes_its_thoughts_as_they_would_be_one_at_a_time(tmp_path: Path) -> None:
+    """The store writer queues a group's new thoughts and indexes them in one pass before COMMIT
+    (migration 0015); the index must equal a full refill, with a failed write of the group left out."""
+    writer = Writer(tmp_path / "s.sqlite3", "wal")
+    writer.set_group_hooks(search_store.begin_keyword_batch, search_store.index_queued_keywords)
+    writer.start(migrate)
+    try:
+        firsts = [await writer.submit(_append(body, None)) for body in (STEPS[0], "Rotate the signing keys.")]
+        seqs = [w.sequence_id for w in firsts if isinstance(w, Written)]
+        entered, gate = threading.Event(), threading.Event()
+
+        def hold(conn: apsw.Connection) -> bool:
+            entered.set()
+            return gate.wait(10)
+
+        blocker = asyncio.ensure_future(writer.submit(hold))
+        assert await asyncio.to_thread(entered.wait, 10)  # everything below queues behind `hold`
+
+        def half_done(conn: apsw.Connection) -> None:
+            _append("A billing serializer step that never happened.", seqs[1], 2)(conn)
+            raise RuntimeError("refused after writing")
+
+        # Interleaved: each sequence grows by steps whose neighbours arrive in the same group.
+        jobs = [writer.submit(_append(body, seqs[0], n)) for n, body in enumerate(STEPS[1:], start=2)]
+        failed = asyncio.ensure_future(writer.submit(half_done))
+        jobs.append(writer.submit(_append("Billing keys too.", seqs[1], 2)))
+        gate.set()
+        await blocker
+        await asyncio.gather(*jobs)
+        with pytest.raises(RuntimeError, match="refused after writing"):
+            await failed
+        assert writer.stats.largest_group >= 4
+    finally:
+        writer.close()
+    conn = connect(tmp_path / "s.sqlite3", "wal")
+    assert conn.execute("SELECT count(*) FROM keyword_queue").fetchall()[0][0] == 0
+    assert conn.execute("SELECT count(*) FROM keyword_batch").fetchall()[0][0] == 0
+    grouped = _snapshot(conn)
+    assert conn.execute("SELECT count(*) FROM thoughts").fetchall()[0][0] == 6  # the failed write left nothing
+    assert {t for t, _ in grouped["serializer"]} == {1, 3, 4}  # step 2 and both its neighbours, not the failed one
+    assert {t for t, _ in grouped["billing"]} == {2, 6}
+    with conn:
+        search_store.reset_index(conn, "test-model")
+    assert grouped == _snapshot(conn)
+    conn.close()
+
+
+def _append(body: str, seq: str | None, number: int = 1) -> Callable[[apsw.Connection], Written | Replayed]:
+    inp = ThoughtInput(body, True, number, 10, sequence_id=seq)
+    return lambda conn: append_thought(conn, inp, number, "seq_" + uuid.uuid4().hex, continue_open=False)
+
+
+def test_the_queued_keywords_pass_costs_the_same_in_a_small_and_a_large_store(tmp_path: Path) -> None:
+    """Without statistics SQLite planned the pass's join from `thoughts`, scanning the whole store
+    once per commit group; it must read the queue first and seek each thought and its neighbours.
+    Cost is counted in SQLite VM steps (deterministic), not time."""
+
+    def steps_to_index_one_new_thought(sequences: int) -> int:
+        conn = connect(tmp_path / f"s{sequences}.sqlite3", "wal")
+        migrate(conn)
+        for n in range(sequences):
+            _add_sequence(conn, f"seq_{n}", "Export timeouts", STEPS)
+        counted = [0]
+
+        def count() -> bool:
+            counted[0] += 1
+            return False  # go on
+
+        with conn:
+            search_store.begin_keyword_batch(conn)
+            conn.execute(
+                "INSERT INTO thoughts(sequence_id, position, number, total, next_needed, body, created_at) "
+                "VALUES (1, 5, 5, 5, 0, 'A fifth step about the serializer.', 0)"
+            )
+            conn.set_progress_handler(count, 10)
+            search_store.index_queued_keywords(conn)
+            conn.set_progress_handler(None)
+        assert {t for t, _ in search_store.keyword_candidates(conn, '"fifth"', SearchFilters(), 10)} == {
+            4,
+            len(STEPS) * sequences + 1,
+        }
+        conn.close()
+        return counted[0]
+
+    small, large = steps_to_index_one_new_thought(2), steps_to_index_one_new_thought(400)
+    assert large < 2 * small + 20

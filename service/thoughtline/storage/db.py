@@ -179,6 +179,11 @@ class Writer:
     transaction, each inside its own savepoint so one failing call rolls back alone, then COMMITs
     and only then resolves the callers' futures. A write is acknowledged only after COMMIT.
 
+    Group hooks (`set_group_hooks`) run once per group of two or more writes, inside its
+    transaction, before its jobs and before its COMMIT: derived data that is cheaper to bring up
+    to date for a whole group than for each write (the keyword index) is deferred by the first
+    and finished by the second, so every committed snapshot holds it whole.
+
     Before each COMMIT the writer checks that the path still names the file it opened: with WAL,
     a deleted or replaced store file otherwise keeps taking acknowledged writes into an unlinked
     file. A writer that finds its file gone refuses every later write (`broken` says why).
@@ -189,6 +194,7 @@ class Writer:
         self._journal = journal
         self._create = create
         self._on_commit: Callable[[], None] | None = None
+        self._group_hooks: tuple[Callable[[apsw.Connection], object], Callable[[apsw.Connection], object]] | None = None
         self._queue: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
         self._ready = threading.Event()
         self._open_error: BaseException | None = None
@@ -203,6 +209,14 @@ class Writer:
     def set_on_commit(self, hook: Callable[[], None]) -> None:
         """Call `hook` in the writer thread after every successful commit (e.g. to wake an indexer)."""
         self._on_commit = hook
+
+    def set_group_hooks(
+        self, opening: Callable[[apsw.Connection], object], closing: Callable[[apsw.Connection], object]
+    ) -> None:
+        """Call `opening(conn)` right after the BEGIN of each group of two or more writes and
+        `closing(conn)` after its jobs, before COMMIT (writer thread). An exception from either
+        fails every write of the group."""
+        self._group_hooks = (opening, closing)
 
     def start(self, prepare: Callable[[apsw.Connection], object]) -> None:
         """Open the connection in the writer thread and run `prepare` (migrations) there, once."""
@@ -321,10 +335,17 @@ class Writer:
         except (StorageError, apsw.Error) as exc:
             self._fail(group, storage_failure(exc, "starting a write transaction"))
             return
+        # A lone write gains nothing from deferring: the hooks' statements cost more than they
+        # save (callgrind: +12% instructions per append alone, -13% in groups of 16).
+        hooks = self._group_hooks if len(group) > 1 else None
         try:
+            if hooks is not None:
+                hooks[0](conn)
             outcomes = _run_jobs(conn, group)
             if outcomes is None:  # a job alone failed: rolled back and answered already
                 return
+            if hooks is not None:
+                hooks[1](conn)
             self.check_file()
         except BaseException as exc:
             _rollback(conn)

@@ -14,9 +14,17 @@ import apsw
 
 from thoughtline.storage.db import write_transaction
 from thoughtline.storage.key_migrations import PROPOSAL_IDS, REQUESTS_PER_CLIENT, refold_thread_names
-from thoughtline.storage.search_schema import SEARCH, SEARCH_CONTEXT, SEARCH_PASSAGES, requeue_old_vectors
+from thoughtline.storage.search_schema import (
+    KEYWORD_QUEUE,
+    SEARCH,
+    SEARCH_CONTEXT,
+    SEARCH_PASSAGES,
+    requeue_old_vectors,
+)
 from thoughtline.storage.thread_schema import BOUNDED_EVENTS, THREAD_TYPE, apply_threads
 from thoughtline.storage.vector_codes import code_existing
+
+KEYWORD_QUEUE_MIGRATION = "0015_keyword_queue"
 
 
 class SchemaTooNewError(Exception):
@@ -162,6 +170,8 @@ MIGRATIONS: Sequence[Migration] = (
     # Every vector also as int8 codes, so opening a store reads those (storage/vector_codes.py).
     Migration("0013_vector_codes", code_existing),
     Migration("0014_bounded_thread_events", _sql(BOUNDED_EVENTS)),
+    # New thoughts are keyword-indexed once per transaction, not once each (issue 19, part 5).
+    Migration(KEYWORD_QUEUE_MIGRATION, _sql(KEYWORD_QUEUE)),
 )
 
 

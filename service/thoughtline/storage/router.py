@@ -27,6 +27,7 @@ from thoughtline import resources
 from thoughtline.clock import Clock, now_ms
 from thoughtline.config import Journal
 from thoughtline.storage import migrations
+from thoughtline.storage import search as search_store
 from thoughtline.storage import thoughts as store
 from thoughtline.storage.db import StorageError, Writer, connect, write_transaction
 from thoughtline.storage.files import create_private_file, private_dir
@@ -138,6 +139,8 @@ class StoreRouter:
         self._retention_days = retention_days
         self._max_open = max(1, max_open)
         self._migrations = migration_list if migration_list is not None else tuple(migrations.MIGRATIONS)
+        # New thoughts are keyword-indexed once per commit group (a test may stop short of that migration).
+        self._keyword_batches = migrations.KEYWORD_QUEUE_MIGRATION in {m.name for m in self._migrations}
         self._registry = StoreRegistry((data_dir / "stores").resolve())
         self._open: dict[str, UserStore] = {}
         self._closed_since_trim = 0  # closes (idle or evicted) since freed memory was last returned
@@ -201,6 +204,8 @@ class StoreRouter:
         if recorded is None:
             create_private_file(path)  # new, or an unrecorded store from before the registry
         writer = Writer(path, self._journal, create=False)
+        if self._keyword_batches:
+            writer.set_group_hooks(search_store.begin_keyword_batch, search_store.index_queued_keywords)
         writer.start(lambda conn: self._prepare(conn, path.name, recorded))
         opened = UserStore(path=path, writer=writer, reads=ReadPool(path, self._journal, guard=writer.check_file))
 
