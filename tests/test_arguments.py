@@ -21,10 +21,30 @@ def refused(fn: Any, args: dict[str, Any]) -> str:
 
 
 def test_string_numbers_and_booleans_are_accepted() -> None:
-    inp = parse_thought({**BASE, "thoughtNumber": "3", "totalThoughts": " 4 ", "nextThoughtNeeded": "false"})
+    inp = parse_thought({**BASE, "thoughtNumber": "3", "totalThoughts": "4", "nextThoughtNeeded": "false"})
     assert (inp.thought_number, inp.total_thoughts, inp.next_thought_needed) == (3, 4, False)
     assert parse_thought({**BASE, "isRevision": "TRUE", "revisesThought": "1"}).is_revision is True
+    assert parse_thought({**BASE, "nextThoughtNeeded": "True"}).next_thought_needed is True
     assert parse_thought({**BASE, "thoughtNumber": 2.0}).thought_number == 2
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("thoughtNumber", "\u0661"),  # ARABIC-INDIC DIGIT ONE: int() reads it as 1
+        ("totalThoughts", "\uff15\n"),  # fullwidth 5 and a newline
+        ("totalThoughts", " 4 "),
+        ("thoughtNumber", "+3"),
+        ("revisesThought", "\u00b2"),  # superscript two: isdigit() says yes
+        ("nextThoughtNeeded", " TRUE "),
+        ("nextThoughtNeeded", "false\n"),
+        ("isRevision", "\uff54rue"),  # fullwidth t
+    ],
+)
+def test_string_numbers_and_booleans_are_ascii_digits_or_words_with_nothing_around_them(field: str, value: str) -> None:
+    message = refused(parse_thought, {**BASE, "isRevision": True, "revisesThought": 1, field: value})
+    assert f"'{field}'" in message
+    assert repr(value) in message
 
 
 @pytest.mark.parametrize(

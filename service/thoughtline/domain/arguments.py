@@ -1,7 +1,8 @@
 """Tool arguments: coercion, limits and parsing into typed inputs.
 
-Clients often send integers and booleans as strings (`"3"`, `"true"`); those are accepted. Every
-other problem is refused with `invalid_input` naming the field and what it should be.
+Clients often send integers and booleans as strings (`"3"`, `"true"`); those forms are accepted
+(ASCII digits alone; true/false in any case). Every other problem is refused with `invalid_input`
+naming the field and what it should be.
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ DERIVED_EVENT_KINDS: tuple[str, ...] = get_args(DerivedEventKind)
 _TYPE_SETTING_OF: dict[str, TypeSetting] = {kind: kind for kind in get_args(TypeSetting)}
 
 SEQUENCE_ID_RE = re.compile(r"^seq_[0-9a-f]{32}$")
-_INT_RE = re.compile(r"^\s*[+]?\d{1,12}\s*$")
+# ASCII digits only and nothing around them: `\d` and int() also read other scripts' digits
+# (Arabic-Indic "\u0661", fullwidth "\uff15") and surrounding whitespace, none of which is the
+# string form "3" a client means to send.
+_INT_RE = re.compile(r"[0-9]{1,12}")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -53,23 +57,29 @@ def coerce_int(args: Mapping[str, Any], field: str, *, low: int = 1, high: int =
         raise invalid(f"'{field}' must be a whole number from {low} to {high}, not a boolean.")
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, str) and _INT_RE.match(value):
+    if isinstance(value, str) and _INT_RE.fullmatch(value):
         value = int(value)
     if not isinstance(value, int):
-        raise invalid(f"'{field}' must be a whole number from {low} to {high}; got {_describe(value)}.")
+        raise invalid(
+            f"'{field}' must be a whole number from {low} to {high}, as a number or a string of the digits 0-9 "
+            f'alone ("3"); got {_describe(value)}.'
+        )
     if not low <= value <= high:
         raise invalid(f"'{field}' must be from {low} to {high}; got {value}.")
     return value
 
 
 def coerce_bool(args: Mapping[str, Any], field: str) -> bool | None:
-    """An optional boolean field; accepts true/false and the strings "true"/"false"."""
+    """An optional boolean field; accepts true/false and the strings "true"/"false" in any case ("True")."""
     value = args.get(field)
     if value is None or isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise invalid(f"'{field}' must be true or false; got {_describe(value)}.")
+    # Case is forgiven (Python-minded clients send "True"); padding is not, as for numbers.
+    if isinstance(value, str) and value.isascii() and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise invalid(
+        f"'{field}' must be true or false, as a boolean or that word alone in a string; got {_describe(value)}."
+    )
 
 
 def coerce_str(args: Mapping[str, Any], field: str, *, max_chars: int, allow_control: bool = False) -> str | None:
