@@ -79,6 +79,28 @@ def test_bad_thought_arguments_are_refused_naming_the_field(field: str, value: A
     assert field in refused(parse_thought, args)
 
 
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("\u200b", "U+200B (ZERO WIDTH SPACE), a character that shows nothing"),
+        ("a\u202eb", "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+        ("alt\u00ad", "U+00AD (SOFT HYPHEN)"),
+        (" x ", "starts or ends with whitespace; remove it ('x')"),
+        ("x\u00a0", "starts or ends with whitespace"),
+    ],
+)
+@pytest.mark.parametrize("field", ["branchId", "branchFromBranchId"])
+def test_a_written_branch_id_must_read_as_typed(field: str, value: str, said: str) -> None:
+    # " x " beside "x" would be two branches that print alike; "\u200b" one that prints as nothing.
+    message = refused(parse_thought, {**BASE, "branchId": "b", "branchFromThought": 1, field: value})
+    assert message.startswith(f"'{field}' ")
+    assert said in message
+
+
+def test_a_history_filter_still_names_a_branch_stored_before_branch_ids_had_to_read_as_typed() -> None:
+    assert parse_history({"sequenceId": SEQ, "branchId": " x "}).branch_id == " x "
+
+
 def test_unknown_arguments_are_refused_not_ignored() -> None:
     assert "'branchID'" in refused(parse_thought, {**BASE, "branchID": "x"})
 

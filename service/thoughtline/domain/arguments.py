@@ -16,6 +16,7 @@ from typing import Any, Literal, get_args
 from thoughtline.domain.thread_names import MAX_DESCRIPTION
 from thoughtline.domain.thread_state import DerivedEventKind, TaggedEventKind
 from thoughtline.domain.thread_types import TYPE_SETTINGS, TypeSetting
+from thoughtline.domain.visible_text import check_label, describe_character, invisible_character, shows_something
 from thoughtline.errors import invalid
 
 MAX_THOUGHT_CHARS = 20_000
@@ -98,6 +99,22 @@ def coerce_str(args: Mapping[str, Any], field: str, *, max_chars: int, allow_con
     return value
 
 
+def coerce_search_text(args: Mapping[str, Any], field: str, *, max_chars: int) -> str | None:
+    """An optional text to search for: a string with at least one visible character.
+
+    A query of only zero-width spaces or bidi controls is empty to a person, yet the vector side
+    would still find its "nearest" thoughts and report them as matches.
+    """
+    value = coerce_str(args, field, max_chars=max_chars)
+    if value is not None and not shows_something(value):
+        hidden = invisible_character(value) or " "  # coerce_str refused whitespace alone: never the fallback
+        raise invalid(
+            f"'{field}' is empty to a reader: besides whitespace it holds only characters that show nothing, "
+            f"such as {describe_character(hidden)}; send words to search for."
+        )
+    return value
+
+
 _FIRST_INSTANT_MS = int(datetime(1, 1, 1, tzinfo=UTC).timestamp() * 1000)
 _LAST_INSTANT_MS = int(datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC).timestamp() * 1000)
 
@@ -146,12 +163,19 @@ def require_sequence_id(args: Mapping[str, Any], field: str = "sequenceId") -> s
     return value
 
 
-def coerce_branch_id(args: Mapping[str, Any], field: str, *, allow_main: bool) -> str | None:
-    """An optional branch id; `main` is reserved for the main path."""
+def coerce_branch_id(args: Mapping[str, Any], field: str, *, allow_main: bool, stored: bool = False) -> str | None:
+    """An optional branch id; `main` is reserved for the main path.
+
+    A written id must read as typed (`check_label`: no edge whitespace, no character that shows
+    nothing), so `" x "` and `"x"` cannot be two branches. `stored` is for a filter naming a branch
+    already in the store: earlier versions wrote such ids, and they stay readable.
+    """
     value = coerce_str(args, field, max_chars=MAX_BRANCH_ID_CHARS)
-    if value is not None and value == MAIN_BRANCH and not allow_main:
+    if value is None:
+        return None
+    if value == MAIN_BRANCH and not allow_main:
         raise invalid(f"'{field}' cannot be 'main': that name is reserved for the main path; pick another.")
-    return value
+    return value if stored else check_label(value, field, "a branch id")
 
 
 def one_of(value: object, field: str, choices: Sequence[str]) -> str:
@@ -370,7 +394,7 @@ def parse_history(args: Mapping[str, Any]) -> HistoryInput:
         cursor=coerce_str(args, "cursor", max_chars=1024),
         limit=coerce_int(args, "limit", high=MAX_HISTORY_LIMIT) or DEFAULT_HISTORY_LIMIT,
         order="desc" if order == "desc" else "asc",
-        branch_id=coerce_branch_id(args, "branchId", allow_main=True),
+        branch_id=coerce_branch_id(args, "branchId", allow_main=True, stored=True),
         max_characters=coerce_int(args, "maxCharacters", high=MAX_HISTORY_CHARS) or DEFAULT_HISTORY_CHARS,
     )
 

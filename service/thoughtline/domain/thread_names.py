@@ -4,19 +4,18 @@ Two names that look the same are one name: the key folds case and compatibility 
 (fullwidth letters, ligatures), and a name may not hold characters that show nothing (format
 characters such as a zero-width space, a byte-order mark or a bidi override, controls, line and
 paragraph separators), so `hiring`, `hi\u200bring` and `\ufeffhiring` cannot be three threads.
+That last rule is `domain/visible_text.py`'s, which branch ids share.
 """
 
 from __future__ import annotations
 
 import unicodedata
 
+from thoughtline.domain.visible_text import check_label, is_invisible
 from thoughtline.errors import DomainError
 
 MAX_NAME = 64
 MAX_DESCRIPTION = 2_000
-# Cc controls, Cf format characters (zero-width space and joiners, BOM, bidi overrides and
-# isolates, soft hyphen), Cs lone surrogates, Zl / Zp line and paragraph separators.
-_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
 def name_key(name: str) -> str:
@@ -25,16 +24,6 @@ def name_key(name: str) -> str:
     NFKC before and after casefold is Unicode's compatibility caseless match (§3.13), composed.
     """
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
-
-
-def invisible_character(name: str) -> str | None:
-    """The first character of `name` that shows nothing, or None."""
-    return next((ch for ch in name if unicodedata.category(ch) in _INVISIBLE), None)
-
-
-def _describe(ch: str) -> str:
-    what = unicodedata.name(ch, "") or ("a control character" if unicodedata.category(ch) == "Cc" else "unnamed")
-    return f"U+{ord(ch):04X} ({what})"
 
 
 def check_name(name: object, field: str = "name") -> str:
@@ -47,16 +36,7 @@ def check_name(name: object, field: str = "name") -> str:
         raise DomainError(
             "invalid_input", f"'{field}' is {len(name)} characters; a thread name is at most {MAX_NAME}, shorten it."
         )
-    if name != name.strip():
-        raise DomainError("invalid_input", f"'{field}' starts or ends with whitespace; remove it ({name.strip()!r}).")
-    hidden = invisible_character(name)
-    if hidden is not None:
-        raise DomainError(
-            "invalid_input",
-            f"'{field}' contains {_describe(hidden)}, a character that shows nothing: a thread name is visible "
-            "text only, remove it.",
-        )
-    return name
+    return check_label(name, field, "a thread name")
 
 
 def repaired_name(name: str, rowid: int, taken: set[str]) -> str:
@@ -65,7 +45,7 @@ def repaired_name(name: str, rowid: int, taken: set[str]) -> str:
     Invisible characters are dropped; a name left empty becomes `thread <rowid>`, and one whose key
     another thread already holds gets ` (<rowid>)` appended, so every thread stays reachable.
     """
-    kept = "".join(ch for ch in name if unicodedata.category(ch) not in _INVISIBLE).strip()[:MAX_NAME].strip()
+    kept = "".join(ch for ch in name if not is_invisible(ch)).strip()[:MAX_NAME].strip()
     base = kept or f"thread {rowid}"
     candidate, attempt = base, 0
     while name_key(candidate) in taken:
