@@ -65,6 +65,7 @@ async def test_repeated_alternatives_are_the_tools_alternatives(app: Served) -> 
     ("params", "status", "code", "needle"),
     [
         ({}, 400, "invalid_input", "'query'"),
+        ({"q": "\u200b\u200b"}, 400, "invalid_input", "'query' is empty to a reader"),
         ({"q": "x", "by": "word"}, 400, "invalid_input", "'by'"),
         ({"q": "x", "limit": "51"}, 400, "invalid_input", "'limit'"),
         ({"q": "x", "status": "done"}, 400, "invalid_input", "'status'"),

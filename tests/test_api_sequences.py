@@ -50,12 +50,15 @@ async def test_the_list_filters_by_status_and_thread_like_manage_sequence(app: S
         unknown = refusal(await api.get("/sequences", params={"thread": "nope"}), 404)
         bad_status = refusal(await api.get("/sequences", params={"status": "done"}), 400)
         too_many = refusal(await api.get("/sequences", params={"limit": "51"}), 400)
+        other_digits = refusal(await api.get("/sequences", params={"limit": "\u0662"}), 400)
     assert [s["sequenceId"] for s in in_thread["sequences"]] == [member]
     assert in_thread["sequences"] == tool["sequences"]
     assert [s["sequenceId"] for s in completed["sequences"]] == [done]
     assert unknown[0] == "thread_not_found"
     assert bad_status == ("invalid_input", "'status' must be one of active, paused, completed, abandoned; got 'done'.")
     assert too_many[0] == "invalid_input"
+    assert other_digits[0] == "invalid_input"
+    assert "digits 0-9" in other_digits[1]
 
 
 async def test_a_list_cursor_is_refused_when_edited_reused_with_other_filters_or_of_another_purpose(

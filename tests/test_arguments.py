@@ -21,10 +21,30 @@ def refused(fn: Any, args: dict[str, Any]) -> str:
 
 
 def test_string_numbers_and_booleans_are_accepted() -> None:
-    inp = parse_thought({**BASE, "thoughtNumber": "3", "totalThoughts": " 4 ", "nextThoughtNeeded": "false"})
+    inp = parse_thought({**BASE, "thoughtNumber": "3", "totalThoughts": "4", "nextThoughtNeeded": "false"})
     assert (inp.thought_number, inp.total_thoughts, inp.next_thought_needed) == (3, 4, False)
     assert parse_thought({**BASE, "isRevision": "TRUE", "revisesThought": "1"}).is_revision is True
+    assert parse_thought({**BASE, "nextThoughtNeeded": "True"}).next_thought_needed is True
     assert parse_thought({**BASE, "thoughtNumber": 2.0}).thought_number == 2
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("thoughtNumber", "\u0661"),  # ARABIC-INDIC DIGIT ONE: int() reads it as 1
+        ("totalThoughts", "\uff15\n"),  # fullwidth 5 and a newline
+        ("totalThoughts", " 4 "),
+        ("thoughtNumber", "+3"),
+        ("revisesThought", "\u00b2"),  # superscript two: isdigit() says yes
+        ("nextThoughtNeeded", " TRUE "),
+        ("nextThoughtNeeded", "false\n"),
+        ("isRevision", "\uff54rue"),  # fullwidth t
+    ],
+)
+def test_string_numbers_and_booleans_are_ascii_digits_or_words_with_nothing_around_them(field: str, value: str) -> None:
+    message = refused(parse_thought, {**BASE, "isRevision": True, "revisesThought": 1, field: value})
+    assert f"'{field}'" in message
+    assert repr(value) in message
 
 
 @pytest.mark.parametrize(
@@ -57,6 +77,28 @@ def test_bad_thought_arguments_are_refused_naming_the_field(field: str, value: A
     if value is None:
         del args[field]
     assert field in refused(parse_thought, args)
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("\u200b", "U+200B (ZERO WIDTH SPACE), a character that shows nothing"),
+        ("a\u202eb", "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+        ("alt\u00ad", "U+00AD (SOFT HYPHEN)"),
+        (" x ", "starts or ends with whitespace; remove it ('x')"),
+        ("x\u00a0", "starts or ends with whitespace"),
+    ],
+)
+@pytest.mark.parametrize("field", ["branchId", "branchFromBranchId"])
+def test_a_written_branch_id_must_read_as_typed(field: str, value: str, said: str) -> None:
+    # " x " beside "x" would be two branches that print alike; "\u200b" one that prints as nothing.
+    message = refused(parse_thought, {**BASE, "branchId": "b", "branchFromThought": 1, field: value})
+    assert message.startswith(f"'{field}' ")
+    assert said in message
+
+
+def test_a_history_filter_still_names_a_branch_stored_before_branch_ids_had_to_read_as_typed() -> None:
+    assert parse_history({"sequenceId": SEQ, "branchId": " x "}).branch_id == " x "
 
 
 def test_unknown_arguments_are_refused_not_ignored() -> None:

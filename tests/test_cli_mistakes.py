@@ -269,6 +269,14 @@ def test_serve_on_a_port_outside_the_range_is_refused(tmp_path: Path, port: str)
     refused(result, "PORT=99999 is above 65535")
 
 
+def test_serve_with_a_retention_no_store_could_open_with_is_refused_before_it_starts(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    result = cli("serve", env={"THOUGHTLINE_DATA_DIR": str(data), "THOUGHT_RETENTION_DAYS": "999999999999"})
+    assert result.returncode == 2
+    refused(result, "THOUGHT_RETENTION_DAYS=999999999999 is above 36500; set it from 0 to 36500 days")
+    assert not data.exists()
+
+
 def test_reindex_of_a_data_dir_that_does_not_exist_is_refused_not_a_success(tmp_path: Path) -> None:
     refused(cli("reindex", "--data-dir", str(tmp_path / "nowhere")), "no data directory at")
     assert not (tmp_path / "nowhere").exists()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from thoughtline.config import Settings, SettingsError
+from thoughtline.config import MAX_RETENTION_DAYS, Settings, SettingsError
 
 
 def test_defaults_are_the_embedded_local_setup() -> None:
@@ -70,8 +70,25 @@ def test_an_unset_token_closes_the_bearer_door_and_says_why() -> None:
         ("PORT", "eighty"),
         ("THOUGHT_RETENTION_DAYS", "-1"),
         ("THOUGHTLINE_MAX_BODY_BYTES", "10"),
+        # Past these a value reached a fixed-width number (a SQLite integer, a C int, a float) and
+        # failed every store open or the start itself, after passing validation.
+        ("THOUGHT_RETENTION_DAYS", "999999999999"),
+        ("THOUGHTLINE_MALLOC_ARENAS", "1" + "0" * 30),
+        ("THOUGHTLINE_HEADER_TIMEOUT_SECONDS", "1" + "0" * 400),
+        ("THOUGHTLINE_BODY_TIMEOUT_SECONDS", "1" + "0" * 400),
+        ("THOUGHTLINE_REGISTRATIONS_PER_HOUR", "1" + "0" * 400),
     ],
 )
 def test_unusable_values_are_refused_naming_the_variable(name: str, value: str) -> None:
     with pytest.raises(SettingsError, match=name):
         Settings.from_env({name: value})
+
+
+def test_a_retention_beyond_a_century_is_refused_with_the_allowed_range() -> None:
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env({"THOUGHT_RETENTION_DAYS": "999999999999"})
+    assert str(refused.value) == (
+        "THOUGHT_RETENTION_DAYS=999999999999 is above 36500; set it from 0 to 36500 days "
+        "(100 years; 0 keeps thoughts forever)."
+    )
+    assert Settings.from_env({"THOUGHT_RETENTION_DAYS": "36500"}).retention_days == MAX_RETENTION_DAYS

@@ -6,7 +6,11 @@ the rules a browser relies on; tests/test_pages_browser.py walks the same doors 
 
 from __future__ import annotations
 
+import os
+import pty
 import re
+import select
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +21,8 @@ import pytest
 
 from tests.oauth_support import running_stack, sign_in
 from tests.pages_support import Library, running_library
-from tests.support import start_child, stop_child
+from tests.support import TOKEN, ChildServer, free_port, start_child, stop_child, wait_healthy
+from tests.test_cli import cli
 from thoughtline.pages.session import COOKIE
 
 pytestmark = pytest.mark.anyio
@@ -219,14 +224,51 @@ async def test_the_api_knows_the_session_and_checks_its_changes_like_the_pages(t
         assert made.status_code == 201, made.text
 
 
-def test_make_serve_prints_a_sign_in_link_once_at_start(tmp_path: Path) -> None:
-    child = start_child(tmp_path / "data")
+def test_serve_on_a_terminal_prints_a_sign_in_link_once_at_start(tmp_path: Path) -> None:
+    # `make serve` runs in a terminal; SPEC §9: it prints one link at start.
+    data, port = tmp_path / "data", free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("THOUGHTLINE_", "MCP_API_TOKEN"))}
+    main, replica = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "thoughtline", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        stdout=replica,
+        stderr=replica,
+        env={**env, "THOUGHTLINE_DATA_DIR": str(data), "MCP_API_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"},
+    )
+    os.close(replica)
+    seen, log = b"", tmp_path / "terminal.log"
+    child = ChildServer(process, port, TOKEN, data, log)
     try:
-        links = [line.strip() for line in child.log().splitlines() if "/library/signin?link=" in line]
-        assert len(links) == 1, child.log()
+        while not re.search(rb"/library/signin\?link=\S+\r?\n", seen):
+            ready, _, _ = select.select([main], [], [], 60)
+            assert ready, f"serve printed no sign-in link for 60 s: {seen!r}"
+            seen += os.read(main, 4096)
+        log.write_bytes(seen)
+        wait_healthy(child)
+        links = re.findall(r"http://\S+/library/signin\?link=\S+", seen.decode())
+        assert len(links) == 1, seen
         assert links[0].startswith(child.base_url + "/library/signin?link=")
         with httpx.Client() as http:
             assert http.get(links[0]).status_code == 303
+            assert http.get(child.base_url + "/library").status_code == 200
+    finally:
+        stop_child(child)
+        os.close(main)
+
+
+def test_serve_to_a_log_prints_how_to_get_a_sign_in_link_never_a_link(tmp_path: Path) -> None:
+    # The link is an owner credential for a minute; SPEC §3: logs never hold secrets.
+    child = start_child(tmp_path / "data")
+    try:
+        assert "/library/signin?link=" not in child.log()
+        command = next(line.strip() for line in child.log().splitlines() if "thoughtline open" in line)
+        assert command.startswith("thoughtline open --data-dir ")
+        made = cli(*shlex.split(command)[1:])
+        assert made.returncode == 0, made.stderr
+        link = made.stdout.strip().splitlines()[-1]
+        assert link.startswith(child.base_url + "/library/signin?link=")
+        with httpx.Client() as http:
+            assert http.get(link).status_code == 303
             assert http.get(child.base_url + "/library").status_code == 200
     finally:
         stop_child(child)

@@ -201,6 +201,8 @@ async def test_status_and_time_filters_restrict_results(h: LibraryHarness) -> No
 async def test_bad_search_arguments_are_refused_with_the_field_named(h: LibraryHarness) -> None:
     cases: list[tuple[dict[str, Any], str]] = [
         ({}, "'query' is required"),
+        ({"query": "\u200b\u200b"}, "'query' is empty to a reader"),
+        ({"query": " \u202e "}, "such as U+202E (RIGHT-TO-LEFT OVERRIDE)"),
         ({"query": "x", "limit": 51}, "'limit'"),
         ({"query": "x", "status": "done"}, "'status'"),
         ({"query": "x", "since": "last tuesday"}, "'since'"),

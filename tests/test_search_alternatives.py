@@ -60,6 +60,7 @@ async def _search(h: LibraryHarness, query: str, **extra: Any) -> dict[str, Any]
         (["a", "b", "c", "d", "e"], "at most 4"),
         (["fine", "x" * 501], "'alternatives[1]' is 501 characters"),
         (["fine", "   "], "'alternatives[1]' is empty"),
+        (["fine", "\u200b\ufeff"], "'alternatives[1]' is empty to a reader"),
         ([3], "'alternatives[0]' must be a string"),
         (["ok\x00no"], "'alternatives[0]' contains control characters"),
     ],

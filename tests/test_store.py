@@ -10,6 +10,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from thoughtline.config import MAX_RETENTION_DAYS
 from thoughtline.domain.arguments import ThoughtInput
 from thoughtline.identity import OWNER_KEY, github_user_key
 from thoughtline.storage import migrations
@@ -153,6 +154,20 @@ async def test_idle_stores_close_and_reopen_on_demand(tmp_path: Path) -> None:
     found = await again.read(lambda c: get_sequence(c, "seq_" + "2" * 32))
     assert found is not None
     await router.close_all()
+
+
+async def test_the_longest_retention_settings_allow_opens_a_store_and_keeps_its_thoughts(tmp_path: Path) -> None:
+    # Its cutoff is bound into SQLite as a 64-bit integer; 999999999999 days overflowed it on every open.
+    clock = FakeClock()
+    router = StoreRouter(tmp_path, "wal", clock, retention_days=MAX_RETENTION_DAYS)
+    opened = await router.get(OWNER_KEY)
+    await opened.write(lambda c: append_thought(c, thought(1), int(clock.now() * 1000), "seq_" + "4" * 32))
+    await router.close_all()
+    clock.value += 365 * 86_400
+    fresh = StoreRouter(tmp_path, "wal", clock, retention_days=MAX_RETENTION_DAYS)
+    reopened = await fresh.get(OWNER_KEY)
+    assert await reopened.read(lambda c: get_sequence(c, "seq_" + "4" * 32)) is not None
+    await fresh.close_all()
 
 
 async def test_retention_deletes_sequences_idle_longer_than_the_limit(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from tests.api_support import api_client, refusal
 from tests.thread_support import Served, call, connected, create, refused, served
 from thoughtline.config import Settings
 from thoughtline.domain.thread_names import name_key
@@ -64,6 +65,31 @@ async def test_renaming_onto_a_compatibility_twin_of_another_thread_is_refused(a
         await create(client, "ops")
         code, _ = await refused(client, "configure_thread", action="rename", name="ops", newName="FINANCE")
     assert code == "thread_exists"
+
+
+@pytest.mark.parametrize("name", [".", ".."])
+async def test_a_dot_segment_is_refused_as_a_new_name_on_every_surface(app: Served, name: str) -> None:
+    # A browser resolves /library/threads/. and /library/threads/.. to other pages.
+    async with connected(app) as client:
+        await create(client, "ops")
+        made = await refused(client, "configure_thread", action="create", name=name)
+        renamed = await refused(client, "configure_thread", action="rename", name="ops", newName=name)
+    async with api_client(app) as api:
+        posted = refusal(await api.post("/threads", json={"name": name}), 400)
+        patched = refusal(await api.patch("/threads/ops", json={"newName": name}), 400)
+    for (code, message), field in ((made, "name"), (renamed, "newName"), (posted, "name"), (patched, "newName")):
+        assert code == "invalid_input"
+        assert message.startswith(f"'{field}' is {name!r}, which a browser reads as a step in the page's address")
+    assert app.query("SELECT name FROM threads") == [("ops",)]
+
+
+async def test_a_thread_stored_with_a_dot_segment_name_can_still_be_renamed(app: Served) -> None:
+    async with connected(app) as client:
+        await create(client, "ops")
+        app.execute("INSERT INTO threads(name, name_key, created_at, updated_at) VALUES ('..', '..', 1, 1)")
+        renamed = await call(client, "configure_thread", action="rename", name="..", newName="...")
+    assert renamed["thread"]["name"] == "..."  # three dots are a name, not a dot segment
+    assert sorted(app.query("SELECT name FROM threads")) == [("...",), ("ops",)]
 
 
 def test_the_migration_refolds_stored_names_and_keeps_every_thread_reachable(tmp_path: Path) -> None:

@@ -158,6 +158,8 @@ async def test_reused_number_is_flagged_and_later_references_mean_the_newest(cli
         ({"branchId": "x", "branchFromThought": 9}, "branch_point_not_found"),
         ({"branchId": "x", "branchFromThought": 1, "branchFromBranchId": "ghost"}, "branch_not_found"),
         ({"branchId": "b", "branchFromThought": 2}, "branch_conflict"),
+        ({"branchId": "\u200b", "branchFromThought": 1}, "invalid_input"),
+        ({"branchId": " b "}, "invalid_input"),
         ({"threads": ["unknown-topic"]}, "thread_not_found"),
         ({"parentSequenceId": "seq_" + "e" * 32}, "sequence_not_found"),
         ({"thoughtNumber": "many"}, "invalid_input"),

@@ -91,10 +91,23 @@ def _connect_help(settings: Settings, token_expr: str, out: TextIO) -> None:
 
 
 def _library_link(settings: Settings, out: TextIO) -> None:
-    """At start, one sign-in link to the library (later ones: `thoughtline open`)."""
-    from thoughtline.clock import SystemClock
-    from thoughtline.pages.session import one_time_link
+    """At start, one sign-in link to the library on a terminal; elsewhere, the command that makes one.
 
+    The link signs its holder in as the owner for a minute, so like a generated token it is shown
+    only on a terminal: output sent to a file or a log collector gets the `thoughtline open`
+    command instead (SPEC §3: logs never hold secrets), and no link is minted.
+    """
+    from thoughtline.clock import SystemClock
+    from thoughtline.pages.session import one_time_link, server_url
+
+    if not out.isatty():
+        data_dir = shlex.quote(str(settings.data_dir.resolve()))
+        print(
+            "  Library: a sign-in link is printed only on a terminal; make one with\n"
+            f"  thoughtline open --data-dir {data_dir} --url {server_url(settings)}\n",
+            file=out,
+        )
+        return
     link = one_time_link(settings, SystemClock())
     print(
         f"  Library (sign-in link, works once within a minute; `thoughtline open` makes another):\n  {link}\n", file=out

@@ -26,6 +26,14 @@ DEFAULT_INDEX_MEMORY_MB = 256
 # All open stores' word indexes for related earlier reasoning together (MB of 2^20 bytes); a
 # 5k-thought store's is ~16 by its estimate, and MAX_SEQUENCES keeps any store's below ~36.
 DEFAULT_RELATED_MEMORY_MB = 64
+# Upper bounds for settings that reach fixed-width numbers: a retention cutoff is bound into SQLite
+# as a 64-bit integer of milliseconds, arenas go to glibc's mallopt as a C int, timeouts and the
+# registration rate become floats. Past these, a value passed validation and then failed every
+# store open (or the start itself); each bound is far beyond any useful value.
+MAX_RETENTION_DAYS = 36_500  # 100 years
+MAX_MALLOC_ARENAS = 1_024
+MAX_TIMEOUT_SECONDS = 86_400  # a day
+MAX_REGISTRATIONS_PER_HOUR = 1_000_000
 
 Journal = Literal["wal", "truncate"]
 
@@ -40,7 +48,10 @@ def _csv(value: str | None) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-def _int(environ: Mapping[str, str], name: str, default: int, minimum: int = 0, maximum: int | None = None) -> int:
+def _int(
+    environ: Mapping[str, str], name: str, default: int, minimum: int = 0, maximum: int | None = None, unit: str = ""
+) -> int:
+    """A whole-number setting within [minimum, maximum]; `unit` ("days") is said in the refusal."""
     raw = environ.get(name, "").strip()
     if not raw:
         return default
@@ -48,10 +59,13 @@ def _int(environ: Mapping[str, str], name: str, default: int, minimum: int = 0, 
         value = int(raw)
     except ValueError:
         raise SettingsError(f"{name}={raw!r} is not a whole number; set it to e.g. {default}.") from None
+    unit = f" {unit}" if unit else ""
+    allowed = f"from {minimum} to {maximum}{unit}" if maximum is not None else f"to {minimum}{unit} or more"
+    shown = raw if len(raw) <= 24 else f"{raw[:20]}… ({len(raw)} characters)"
     if value < minimum:
-        raise SettingsError(f"{name}={value} is below {minimum}; set it to {minimum} or more.")
+        raise SettingsError(f"{name}={shown} is below {minimum}; set it {allowed}.")
     if maximum is not None and value > maximum:
-        raise SettingsError(f"{name}={value} is above {maximum}; set it to {maximum} or less.")
+        raise SettingsError(f"{name}={shown} is above {maximum}; set it {allowed}.")
     return value
 
 
@@ -188,21 +202,38 @@ class Settings:
             allowed_origin_hostnames=tuple(h.lower() for h in _csv(environ.get("ALLOWED_ORIGIN_HOSTNAMES"))),
             public_url=public_url,
             journal="truncate" if journal == "truncate" else "wal",
-            retention_days=_int(environ, "THOUGHT_RETENTION_DAYS", 0),
+            retention_days=_int(
+                environ,
+                "THOUGHT_RETENTION_DAYS",
+                0,
+                maximum=MAX_RETENTION_DAYS,
+                unit="days (100 years; 0 keeps thoughts forever)",
+            ),
             library=library == "on",
             related=related == "on",
             max_body_bytes=_int(environ, "THOUGHTLINE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1024),
             max_open_stores=_int(environ, "THOUGHTLINE_MAX_OPEN_STORES", DEFAULT_MAX_OPEN_STORES, minimum=1),
             index_memory_mb=_int(environ, "THOUGHTLINE_INDEX_MEMORY_MB", DEFAULT_INDEX_MEMORY_MB, minimum=1),
             related_memory_mb=_int(environ, "THOUGHTLINE_RELATED_MEMORY_MB", DEFAULT_RELATED_MEMORY_MB, minimum=1),
-            malloc_arenas=_int(environ, "THOUGHTLINE_MALLOC_ARENAS", DEFAULT_MALLOC_ARENAS),
+            malloc_arenas=_int(environ, "THOUGHTLINE_MALLOC_ARENAS", DEFAULT_MALLOC_ARENAS, maximum=MAX_MALLOC_ARENAS),
             log_level=environ.get("THOUGHTLINE_LOG_LEVEL", "").strip().lower() or "info",
             thread_dormant_days=dormant,
             thread_closed_days=closed,
             max_connections=_int(environ, "THOUGHTLINE_MAX_CONNECTIONS", 512, minimum=8),
-            header_timeout_seconds=_int(environ, "THOUGHTLINE_HEADER_TIMEOUT_SECONDS", 10, minimum=1),
-            body_timeout_seconds=_int(environ, "THOUGHTLINE_BODY_TIMEOUT_SECONDS", 30, minimum=1),
-            registrations_per_hour=_int(environ, "THOUGHTLINE_REGISTRATIONS_PER_HOUR", 20, minimum=1),
+            header_timeout_seconds=_int(
+                environ,
+                "THOUGHTLINE_HEADER_TIMEOUT_SECONDS",
+                10,
+                minimum=1,
+                maximum=MAX_TIMEOUT_SECONDS,
+                unit="seconds",
+            ),
+            body_timeout_seconds=_int(
+                environ, "THOUGHTLINE_BODY_TIMEOUT_SECONDS", 30, minimum=1, maximum=MAX_TIMEOUT_SECONDS, unit="seconds"
+            ),
+            registrations_per_hour=_int(
+                environ, "THOUGHTLINE_REGISTRATIONS_PER_HOUR", 20, minimum=1, maximum=MAX_REGISTRATIONS_PER_HOUR
+            ),
             background_work=background == "on",
             ephemeral_storage=ephemeral_reason(
                 str(Path(data_dir).absolute()),

@@ -1,7 +1,8 @@
 """Tool arguments: coercion, limits and parsing into typed inputs.
 
-Clients often send integers and booleans as strings (`"3"`, `"true"`); those are accepted. Every
-other problem is refused with `invalid_input` naming the field and what it should be.
+Clients often send integers and booleans as strings (`"3"`, `"true"`); those forms are accepted
+(ASCII digits alone; true/false in any case). Every other problem is refused with `invalid_input`
+naming the field and what it should be.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Literal, get_args
 from thoughtline.domain.thread_names import MAX_DESCRIPTION
 from thoughtline.domain.thread_state import DerivedEventKind, TaggedEventKind
 from thoughtline.domain.thread_types import TYPE_SETTINGS, TypeSetting
+from thoughtline.domain.visible_text import check_label, describe_character, invisible_character, shows_something
 from thoughtline.errors import invalid
 
 MAX_THOUGHT_CHARS = 20_000
@@ -36,7 +38,10 @@ DERIVED_EVENT_KINDS: tuple[str, ...] = get_args(DerivedEventKind)
 _TYPE_SETTING_OF: dict[str, TypeSetting] = {kind: kind for kind in get_args(TypeSetting)}
 
 SEQUENCE_ID_RE = re.compile(r"^seq_[0-9a-f]{32}$")
-_INT_RE = re.compile(r"^\s*[+]?\d{1,12}\s*$")
+# ASCII digits only and nothing around them: `\d` and int() also read other scripts' digits
+# (Arabic-Indic "\u0661", fullwidth "\uff15") and surrounding whitespace, none of which is the
+# string form "3" a client means to send.
+_INT_RE = re.compile(r"[0-9]{1,12}")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -53,23 +58,29 @@ def coerce_int(args: Mapping[str, Any], field: str, *, low: int = 1, high: int =
         raise invalid(f"'{field}' must be a whole number from {low} to {high}, not a boolean.")
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, str) and _INT_RE.match(value):
+    if isinstance(value, str) and _INT_RE.fullmatch(value):
         value = int(value)
     if not isinstance(value, int):
-        raise invalid(f"'{field}' must be a whole number from {low} to {high}; got {_describe(value)}.")
+        raise invalid(
+            f"'{field}' must be a whole number from {low} to {high}, as a number or a string of the digits 0-9 "
+            f'alone ("3"); got {_describe(value)}.'
+        )
     if not low <= value <= high:
         raise invalid(f"'{field}' must be from {low} to {high}; got {value}.")
     return value
 
 
 def coerce_bool(args: Mapping[str, Any], field: str) -> bool | None:
-    """An optional boolean field; accepts true/false and the strings "true"/"false"."""
+    """An optional boolean field; accepts true/false and the strings "true"/"false" in any case ("True")."""
     value = args.get(field)
     if value is None or isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise invalid(f"'{field}' must be true or false; got {_describe(value)}.")
+    # Case is forgiven (Python-minded clients send "True"); padding is not, as for numbers.
+    if isinstance(value, str) and value.isascii() and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise invalid(
+        f"'{field}' must be true or false, as a boolean or that word alone in a string; got {_describe(value)}."
+    )
 
 
 def coerce_str(args: Mapping[str, Any], field: str, *, max_chars: int, allow_control: bool = False) -> str | None:
@@ -85,6 +96,22 @@ def coerce_str(args: Mapping[str, Any], field: str, *, max_chars: int, allow_con
         raise invalid(f"'{field}' is {len(value)} characters; the limit is {max_chars}, shorten it.")
     if not allow_control and _CONTROL_RE.search(value):
         raise invalid(f"'{field}' contains control characters; use printable text.")
+    return value
+
+
+def coerce_search_text(args: Mapping[str, Any], field: str, *, max_chars: int) -> str | None:
+    """An optional text to search for: a string with at least one visible character.
+
+    A query of only zero-width spaces or bidi controls is empty to a person, yet the vector side
+    would still find its "nearest" thoughts and report them as matches.
+    """
+    value = coerce_str(args, field, max_chars=max_chars)
+    if value is not None and not shows_something(value):
+        hidden = invisible_character(value) or " "  # coerce_str refused whitespace alone: never the fallback
+        raise invalid(
+            f"'{field}' is empty to a reader: besides whitespace it holds only characters that show nothing, "
+            f"such as {describe_character(hidden)}; send words to search for."
+        )
     return value
 
 
@@ -136,12 +163,19 @@ def require_sequence_id(args: Mapping[str, Any], field: str = "sequenceId") -> s
     return value
 
 
-def coerce_branch_id(args: Mapping[str, Any], field: str, *, allow_main: bool) -> str | None:
-    """An optional branch id; `main` is reserved for the main path."""
+def coerce_branch_id(args: Mapping[str, Any], field: str, *, allow_main: bool, stored: bool = False) -> str | None:
+    """An optional branch id; `main` is reserved for the main path.
+
+    A written id must read as typed (`check_label`: no edge whitespace, no character that shows
+    nothing), so `" x "` and `"x"` cannot be two branches. `stored` is for a filter naming a branch
+    already in the store: earlier versions wrote such ids, and they stay readable.
+    """
     value = coerce_str(args, field, max_chars=MAX_BRANCH_ID_CHARS)
-    if value is not None and value == MAIN_BRANCH and not allow_main:
+    if value is None:
+        return None
+    if value == MAIN_BRANCH and not allow_main:
         raise invalid(f"'{field}' cannot be 'main': that name is reserved for the main path; pick another.")
-    return value
+    return value if stored else check_label(value, field, "a branch id")
 
 
 def one_of(value: object, field: str, choices: Sequence[str]) -> str:
@@ -360,7 +394,7 @@ def parse_history(args: Mapping[str, Any]) -> HistoryInput:
         cursor=coerce_str(args, "cursor", max_chars=1024),
         limit=coerce_int(args, "limit", high=MAX_HISTORY_LIMIT) or DEFAULT_HISTORY_LIMIT,
         order="desc" if order == "desc" else "asc",
-        branch_id=coerce_branch_id(args, "branchId", allow_main=True),
+        branch_id=coerce_branch_id(args, "branchId", allow_main=True, stored=True),
         max_characters=coerce_int(args, "maxCharacters", high=MAX_HISTORY_CHARS) or DEFAULT_HISTORY_CHARS,
     )
 

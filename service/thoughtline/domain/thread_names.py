@@ -4,19 +4,23 @@ Two names that look the same are one name: the key folds case and compatibility 
 (fullwidth letters, ligatures), and a name may not hold characters that show nothing (format
 characters such as a zero-width space, a byte-order mark or a bidi override, controls, line and
 paragraph separators), so `hiring`, `hi\u200bring` and `\ufeffhiring` cannot be three threads.
+That last rule is `domain/visible_text.py`'s, which branch ids share. A thread is never given the
+name `.` or `..` (`check_new_name`).
 """
 
 from __future__ import annotations
 
 import unicodedata
 
+from thoughtline.domain.visible_text import check_label, is_invisible
 from thoughtline.errors import DomainError
 
 MAX_NAME = 64
 MAX_DESCRIPTION = 2_000
-# Cc controls, Cf format characters (zero-width space and joiners, BOM, bidi overrides and
-# isolates, soft hyphen), Cs lone surrogates, Zl / Zp line and paragraph separators.
-_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+# Dot segments (RFC 3986 §5.2.4): a browser resolves /library/threads/. and /library/threads/..
+# to other pages before sending the request, even spelt %2E (WHATWG URL), so a thread with such
+# a name could never be opened, renamed or deleted in the library pages.
+_DOT_SEGMENTS = frozenset({".", ".."})
 
 
 def name_key(name: str) -> str:
@@ -27,18 +31,12 @@ def name_key(name: str) -> str:
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
 
 
-def invisible_character(name: str) -> str | None:
-    """The first character of `name` that shows nothing, or None."""
-    return next((ch for ch in name if unicodedata.category(ch) in _INVISIBLE), None)
-
-
-def _describe(ch: str) -> str:
-    what = unicodedata.name(ch, "") or ("a control character" if unicodedata.category(ch) == "Cc" else "unnamed")
-    return f"U+{ord(ch):04X} ({what})"
-
-
 def check_name(name: object, field: str = "name") -> str:
-    """A valid thread name as given, or `invalid_input` naming the field and the fix."""
+    """A valid thread name as given, or `invalid_input` naming the field and the fix.
+
+    Any name a thread may hold passes, so every stored thread can still be named; a name being
+    given to a thread passes `check_new_name` too.
+    """
     if not isinstance(name, str):
         raise DomainError("invalid_input", f"'{field}' must be a string: the thread's name, 1-64 characters.")
     if not name.strip():
@@ -47,16 +45,23 @@ def check_name(name: object, field: str = "name") -> str:
         raise DomainError(
             "invalid_input", f"'{field}' is {len(name)} characters; a thread name is at most {MAX_NAME}, shorten it."
         )
-    if name != name.strip():
-        raise DomainError("invalid_input", f"'{field}' starts or ends with whitespace; remove it ({name.strip()!r}).")
-    hidden = invisible_character(name)
-    if hidden is not None:
+    return check_label(name, field, "a thread name")
+
+
+def check_new_name(name: object, field: str = "name") -> str:
+    """A name a thread may be given (created or renamed to): `check_name`, and not `.` or `..`.
+
+    Separate from `check_name` because stores may already hold such a thread, and it must stay
+    reachable by its name (through configure_thread) to be renamed.
+    """
+    checked = check_name(name, field)
+    if checked in _DOT_SEGMENTS:
         raise DomainError(
             "invalid_input",
-            f"'{field}' contains {_describe(hidden)}, a character that shows nothing: a thread name is visible "
-            "text only, remove it.",
+            f"'{field}' is {checked!r}, which a browser reads as a step in the page's address: its library page "
+            "could never be opened. Use other characters (e.g. 'dots').",
         )
-    return name
+    return checked
 
 
 def repaired_name(name: str, rowid: int, taken: set[str]) -> str:
@@ -65,7 +70,7 @@ def repaired_name(name: str, rowid: int, taken: set[str]) -> str:
     Invisible characters are dropped; a name left empty becomes `thread <rowid>`, and one whose key
     another thread already holds gets ` (<rowid>)` appended, so every thread stays reachable.
     """
-    kept = "".join(ch for ch in name if unicodedata.category(ch) not in _INVISIBLE).strip()[:MAX_NAME].strip()
+    kept = "".join(ch for ch in name if not is_invisible(ch)).strip()[:MAX_NAME].strip()
     base = kept or f"thread {rowid}"
     candidate, attempt = base, 0
     while name_key(candidate) in taken:

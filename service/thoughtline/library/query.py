@@ -15,7 +15,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from thoughtline.domain.arguments import coerce_str
+from thoughtline.domain.arguments import coerce_search_text
 from thoughtline.errors import invalid
 from thoughtline.library.search import content_terms
 
@@ -135,7 +135,7 @@ def check_alternatives(value: object) -> tuple[str, ...]:
     out: list[str] = []
     for i, text in enumerate(value):
         field = f"alternatives[{i}]"
-        checked = coerce_str({field: text}, field, max_chars=MAX_ALTERNATIVE_CHARS)
+        checked = coerce_search_text({field: text}, field, max_chars=MAX_ALTERNATIVE_CHARS)
         if checked is None:
             raise invalid(f"'{field}' is null; send a string or leave it out.")
         out.append(checked)

@@ -1,9 +1,11 @@
 """Thread operations (SPEC §5.3): list, get, create, change, delete, pin and unpin, with typed results.
 
-The one implementation behind `configure_thread` and the REST thread routes. Each operation
-takes already-validated values (`domain/arguments.py`, `domain/thread_names.py`), runs as one
-read snapshot or one write transaction, so a refused call changes nothing, and returns
-dataclasses; each surface renders them (`wire/threads.py` for JSON, the MCP layer for text).
+The one implementation behind `configure_thread`, the REST thread routes and the pages. Each
+operation takes already-validated values (`domain/arguments.py`, `domain/thread_names.py`); only
+the rule for a name a thread is given (`check_new_name`) is applied here, so no surface can skip
+it. Each runs as one read snapshot or one write transaction, so a refused call changes nothing,
+and returns dataclasses; each surface renders them (`wire/threads.py` for JSON, the MCP layer for
+text).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 
 import apsw
 
+from thoughtline.domain.thread_names import check_new_name
 from thoughtline.domain.thread_state import Lifecycle, lifecycle
 from thoughtline.domain.thread_types import TYPE_EVENT_KINDS, ThreadType, TypeSetting, thread_type
 from thoughtline.errors import DomainError
@@ -124,6 +127,7 @@ async def get_thread(store: UserStore, periods: Periods, now_ms: int, name: str)
 
 async def create_thread(store: UserStore, periods: Periods, now_ms: int, name: str, description: str) -> ThreadView:
     """Register a new thread (`thread_exists` when the name is taken in any case)."""
+    check_new_name(name)
 
     def write(conn: apsw.Connection) -> ThreadView:
         return view(conn, thread_store.create_thread(conn, name, description, now_ms), now_ms, periods)
@@ -154,6 +158,8 @@ async def change_thread(
     store: UserStore, periods: Periods, now_ms: int, name: str, change: ThreadChange
 ) -> ThreadChanged:
     """Rename, describe, archive or unarchive, or set the type of a thread, all in one transaction."""
+    if change.new_name is not None:
+        check_new_name(change.new_name, "newName")
 
     def write(conn: apsw.Connection) -> ThreadChanged:
         thread = thread_store.require_thread(conn, name)

@@ -14,6 +14,7 @@ from typing import Any
 from thoughtline.clock import now_ms
 from thoughtline.domain.arguments import (
     coerce_int,
+    coerce_search_text,
     coerce_sequence_id,
     coerce_str,
     one_of,
@@ -64,7 +65,7 @@ SEARCH_FIELDS = frozenset({"query", "alternatives", "limit", "by", "sequenceId",
 def parse_search(args: Mapping[str, Any]) -> SearchRequest:
     """Validate `search_thoughts` arguments into a request."""
     reject_unknown(args, SEARCH_FIELDS)
-    query = coerce_str(args, "query", max_chars=MAX_QUERY_CHARS)
+    query = coerce_search_text(args, "query", max_chars=MAX_QUERY_CHARS)
     if query is None:
         raise invalid("'query' is required: words or a question describing what you are looking for.")
     alternatives = check_alternatives(args.get("alternatives"))

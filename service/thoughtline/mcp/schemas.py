@@ -53,7 +53,11 @@ THOUGHT_INPUT = _obj(
         "isRevision": {"type": "boolean", "description": "True if this thought revises an earlier one."},
         "revisesThought": {**_NUMBER, "description": "The thought number being revised (with isRevision)."},
         "branchFromThought": {**_NUMBER, "description": "Fork a new branch from this thought number."},
-        "branchId": {**_BRANCH_ID, "description": "The branch this thought belongs to ('main' is reserved)."},
+        "branchId": {
+            **_BRANCH_ID,
+            "description": "The branch this thought belongs to: visible text, no space at either end "
+            "('main' is reserved).",
+        },
         "branchFromBranchId": {**_BRANCH_ID, "description": "Fork from a thought inside this branch."},
         "needsMoreThoughts": {"type": "boolean", "description": "True if the estimate turned out too low."},
         "requestId": {
