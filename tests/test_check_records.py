@@ -46,6 +46,19 @@ def test_rows_no_tool_could_write_are_each_reported(tmp_path: Path, capsys: pyte
     assert ran.out.splitlines()[-1] == "1 store(s) checked, 1 with problems"
 
 
+def test_sequences_whose_parents_form_a_loop_are_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # What sequentialthinking wrote before it refused a parentSequenceId that closes a loop.
+    data = tmp_path / "data"
+    a, b = written_store(data)
+    execute(data, "UPDATE sequences SET parent_public_id = ? WHERE public_id = ?", (b, a))
+    execute(data, "UPDATE sequences SET parent_public_id = ? WHERE public_id = ?", (a, b))
+    ran = run(capsys, "check", "--data-dir", str(data))
+    assert ran.code == 1
+    assert "2 record(s) no tool could have written" in ran.out
+    for seq in (a, b):
+        assert f"sequence {seq}: its 'parent_public_id' chain leads back to itself" in ran.out
+
+
 def test_a_thread_whose_lookup_key_went_stale_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "data"
     written_store(data)

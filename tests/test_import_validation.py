@@ -193,6 +193,23 @@ def test_a_sequence_without_thoughts_is_refused(
     refused_import(capsys, tmp_path, records, f"line {line}: sequence {export.b}: holds no thoughts")
 
 
+def test_sequences_whose_parents_form_a_loop_are_refused(
+    export: Export, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # sequentialthinking refuses a parentSequenceId that makes a sequence its own ancestor.
+    def parent(named: str) -> Callable[[dict[str, Any]], None]:
+        return lambda rec: rec.__setitem__("parent_public_id", named)
+
+    line_a = first(export.records, "sequence", public_id=export.a)[0]
+    _, records = edited(export, "sequence", parent(export.b), public_id=export.a)
+    line_b, rec_b = first(records, "sequence", public_id=export.b)
+    parent(export.a)(rec_b)
+    ran = refused_import(capsys, tmp_path, records, "its own ancestor")
+    assert f"line {min(line_a, line_b)}: " in ran.err
+    _, records = edited(export, "sequence", parent(export.a), public_id=export.a)
+    refused_import(capsys, tmp_path, records, f"line {line_a}: sequence {export.a}: its 'parent_public_id' chain")
+
+
 def test_a_deeply_nested_line_is_one_error_line_not_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

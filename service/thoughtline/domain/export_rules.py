@@ -3,9 +3,9 @@
 `RecordChecker` reads records in export order (parents before children) and answers each with
 the column values to store, or raises `RecordProblem` naming the record and the rule it breaks.
 It also keeps what only the whole file shows (positions without gaps, branches and revisions
-inside their own sequence, every sequence holding thoughts) and recomputes the derived columns
-(`Derived`). Import refuses a file at its first problem; `thoughtline check` runs the same
-checker over a store's own rows. Messages never quote thought text.
+inside their own sequence, every sequence holding thoughts, no sequence its own ancestor) and
+recomputes the derived columns (`Derived`). Import refuses a file at its first problem;
+`thoughtline check` runs the same checker over a store's own rows. Messages never quote thought text.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from thoughtline.domain.arguments import (
     SEQUENCE_ID_RE,
 )
 from thoughtline.domain.record_fields import MAX_ID, Fields, RecordProblem, is_id, kind_of
+from thoughtline.domain.sequence_labels import on_loops
 from thoughtline.domain.thinking import make_title
 from thoughtline.domain.thread_names import MAX_DESCRIPTION, check_name
 from thoughtline.domain.thread_types import THREAD_TYPES
@@ -55,6 +56,7 @@ class _Sequence:
     numbers: dict[int, int] = field(default_factory=dict)  # position -> thought number
     flawed: bool = False  # a thought of it broke a rule: its derived columns are not known
     public_id: str = ""
+    parent: str | None = None
 
 
 @dataclass
@@ -98,12 +100,22 @@ class RecordChecker:
         return rule(Fields(rec, _label(rec), ref, self._now_ms, self._clamp))
 
     def whole_file_problems(self) -> list[RecordProblem]:
-        """What only the whole file shows: sequences without thoughts, forks from nowhere."""
+        """What only the whole file shows: sequences without thoughts or in a parent loop, forks from nowhere."""
         problems = [
             RecordProblem(f"{seq.label}: holds no thoughts (every sequence starts with one)", seq.ref)
             for seq in self._sequences.values()
             if seq.count == 0
         ]
+        by_id = {seq.public_id: seq for seq in self._sequences.values() if seq.public_id}
+        for looped in on_loops({public_id: seq.parent for public_id, seq in by_id.items()}):
+            seq = by_id[looped]
+            problems.append(
+                RecordProblem(
+                    f"{seq.label}: its 'parent_public_id' chain leads back to itself, so it would be its own "
+                    "ancestor (sequentialthinking refuses such a parentSequenceId)",
+                    seq.ref,
+                )
+            )
         for branch in self._branches.values():
             seq = self._sequences[branch.sequence]
             if not seq.flawed and seq.numbers.get(branch.fork_position) != branch.from_thought:
@@ -141,6 +153,7 @@ class RecordChecker:
         parent = f.text("parent_public_id", 64, required=False)
         if parent is not None and not SEQUENCE_ID_RE.match(parent):
             raise f.problem("'parent_public_id' must be a sequence id (seq_ and 32 hex characters) or null")
+        self._sequences[rowid].parent = parent
         kind = f.text("kind", MAX_KIND_CHARS, required=False)
         if kind is not None and not kind.strip():
             raise f.problem("'kind' is empty; use null for no kind")

@@ -67,7 +67,11 @@ THOUGHT_INPUT = _obj(
             "items": {"type": "string", "minLength": 1},
             "description": "Existing thread names this sequence belongs to.",
         },
-        "parentSequenceId": {**_SEQ_ID, "description": "The parent agent's sequence (for sub-agents)."},
+        "parentSequenceId": {
+            **_SEQ_ID,
+            "description": "The parent agent's sequence (for sub-agents). Set once: later calls may repeat it, "
+            "not change it; never the sequence itself or one of its own sub-agents.",
+        },
         "kind": {"type": "string", "maxLength": 64, "description": "Free label, e.g. 'plan' or 'debug'."},
         "event": {
             "type": "string",
