@@ -1,10 +1,10 @@
-"""The set-once rules of a sequence's parent, tested directly as the pure functions they are."""
+"""The set-once rules of a sequence's parent and kind, tested directly as the pure functions they are."""
 
 from __future__ import annotations
 
 import pytest
 
-from thoughtline.domain.sequence_labels import MAX_PARENT_HOPS, check_parent, closes_loop, on_loops
+from thoughtline.domain.sequence_labels import MAX_PARENT_HOPS, check_kind, check_parent, closes_loop, on_loops
 from thoughtline.errors import DomainError
 
 # child -> parent: C is a sub-agent of B, B of A; A has none.
@@ -63,3 +63,18 @@ def test_on_loops_names_each_sequence_on_a_loop_and_not_those_leading_into_one()
     links: dict[str, str | None] = {"A": None, "B": "A", "P": "Q", "Q": "P", "R": "P", "S": "S", "T": "elsewhere"}
     assert on_loops(links) == ["P", "Q", "S"]
     assert on_loops(TREE) == []
+
+
+def test_a_kind_is_set_by_the_first_call_that_sends_one_and_may_be_repeated() -> None:
+    check_kind(None, None, "plan")
+    check_kind("A", None, "plan")
+    check_kind("A", "plan", "plan")
+
+
+def test_a_different_kind_than_the_stored_one_is_refused_naming_it() -> None:
+    with pytest.raises(DomainError) as caught:
+        check_kind("A", "debug", "plan")
+    assert caught.value.code == "invalid_input"
+    assert caught.value.message == (
+        "sequence A already has kind 'debug', and a sequence's kind does not change; omit kind, or send 'debug'."
+    )

@@ -1,11 +1,11 @@
-"""What a call may set on a whole sequence: its parent (sub-agents, SPEC §5.2), set once.
+"""What a call may set on a whole sequence: its parent (sub-agents, SPEC §5.2) and its kind (§2.1).
 
-`parentSequenceId` may be sent on any call of a sequence. The first call that sends it sets it;
-later calls may repeat it but not change it. Keeping the first silently would drop an argument
-the call reported as accepted, and moving a sequence would rewrite what the old parent's history
-already showed as its child. A parent link keeps the sub-agent links a tree: a sequence is never
-its own parent, nor its own ancestor (`check_parent` for one write, `on_loops` for a whole file
-or store, as import and `thoughtline check` read it).
+Either may be sent on any call of a sequence. The first call that sends one sets it; later calls
+may repeat it but not change it. Keeping the first silently would drop an argument the call
+reported as accepted, and changing it would rewrite what earlier reads showed (the old parent's
+history listed the sequence as its child; lists showed its kind). A parent link keeps the
+sub-agent links a tree: a sequence is never its own parent, nor its own ancestor (`check_parent`
+for one write, `on_loops` for a whole file or store, as import and `thoughtline check` read it).
 """
 
 from __future__ import annotations
@@ -74,6 +74,15 @@ def check_parent(sequence_id: str | None, current: str | None, parent: str, pare
         raise invalid(
             f"the chain of parents above {parent} is more than {MAX_PARENT_HOPS:,} sequences long, too long to "
             "check for a loop; link this sequence to a sequence nearer the top, or omit parentSequenceId."
+        )
+
+
+def check_kind(sequence_id: str | None, current: str | None, kind: str) -> None:
+    """Refuse a `kind` that would relabel the sequence `sequence_id` (None: a new one), labelled `current`."""
+    if sequence_id is not None and current is not None and current != kind:
+        raise invalid(
+            f"sequence {sequence_id} already has kind {current!r}, and a sequence's kind does not change; "
+            f"omit kind, or send {current!r}."
         )
 
 

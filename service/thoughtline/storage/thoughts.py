@@ -19,7 +19,7 @@ import apsw
 
 from thoughtline.domain.arguments import ThoughtInput
 from thoughtline.domain.canonical import Continuation, explain_refusal
-from thoughtline.domain.sequence_labels import check_parent
+from thoughtline.domain.sequence_labels import check_kind, check_parent
 from thoughtline.domain.thinking import (
     BranchInfo,
     Finder,
@@ -86,11 +86,12 @@ class SequenceRow:
     parent_public_id: str | None
     created_at: int
     updated_at: int
+    kind: str | None
 
 
 _SEQ_COLS = (
     "id, public_id, title, status, total_thoughts, last_thought_number, thought_count, "
-    "parent_public_id, created_at, updated_at"
+    "parent_public_id, created_at, updated_at, kind"
 )
 
 
@@ -263,6 +264,8 @@ def append_thought(
             inp.parent_sequence_id,
             lambda public_id: parent_of(conn, public_id),
         )
+    if inp.kind is not None and seq is not None:
+        check_kind(seq.public_id, seq.kind, inp.kind)
     thread_ids = _thread_ids(conn, inp.threads)
     finder = make_finder(conn, seq.rowid) if seq is not None else _no_thoughts
     try:
@@ -323,7 +326,8 @@ def append_thought(
         ),
     )
     thought_id = conn.last_insert_rowid()
-    # A different parent was refused above (`check_parent`): COALESCE only fills one not set yet.
+    # A different parent or kind was refused above (`check_parent`, `check_kind`): COALESCE only
+    # fills one not set yet.
     updates = "parent_public_id = COALESCE(parent_public_id, ?), kind = COALESCE(kind, ?), "
     conn.execute(
         f"UPDATE sequences SET status = ?, total_thoughts = ?, last_thought_number = ?, thought_count = ?, "
