@@ -59,6 +59,18 @@ def test_sequences_whose_parents_form_a_loop_are_reported(tmp_path: Path, capsys
         assert f"sequence {seq}: its 'parent_public_id' chain leads back to itself" in ran.out
 
 
+def test_a_proposal_counter_past_the_longest_id_the_tools_take_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    written_store(data)
+    execute(data, "DELETE FROM sqlite_sequence WHERE name = 'thread_proposals'")
+    execute(data, "INSERT INTO sqlite_sequence(name, seq) VALUES ('thread_proposals', ?)", (10**18 - 1,))
+    ran = run(capsys, "check", "--data-dir", str(data))
+    assert ran.code == 1
+    assert "'issued' is 999999999999999999, so the next proposal id would have more than 18 digits" in ran.out
+
+
 def test_a_thread_whose_lookup_key_went_stale_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "data"
     written_store(data)

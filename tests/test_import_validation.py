@@ -122,6 +122,8 @@ def test_an_export_imports_into_a_store_that_already_holds_other_sequences(
         ("branch", {}, "name", "main", ("'name' must be a branch id",)),
         ("branch", {}, "from_thought", 2, ("forks from thought 2 at position 1, which its sequence does not hold",)),
         ("thread_member", {}, "added_by", "root", ("'added_by' must be one of",)),
+        ("proposal_ids", {}, "issued", 10**18 - 1, ("'issued' is 999999999999999999", "more than 18 digits")),
+        ("proposal_ids", {}, "issued", 2**62, ("more than 18 digits", "use at most 999999999999999998")),
     ],
 )
 def test_a_record_no_tool_could_write_is_refused_naming_its_line(

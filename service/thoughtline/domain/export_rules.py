@@ -19,7 +19,9 @@ from thoughtline.domain.arguments import (
     MAIN_BRANCH,
     MAX_BRANCH_ID_CHARS,
     MAX_KIND_CHARS,
+    MAX_PROPOSAL_ID,
     MAX_THOUGHT_CHARS,
+    PROPOSAL_ID_DIGITS,
     SEQUENCE_ID_RE,
 )
 from thoughtline.domain.record_fields import MAX_ID, Fields, RecordProblem, is_id, kind_of
@@ -326,7 +328,14 @@ class RecordChecker:
         return out
 
     def _proposal_ids(self, f: Fields) -> dict[str, Any]:
-        return {"issued": f.integer("issued", 0, MAX_ID)}
+        issued = int(f.integer("issued", 0, MAX_ID) or 0)
+        # The store's next proposal id is issued + 1; past MAX_PROPOSAL_ID no tool could review it.
+        if issued >= MAX_PROPOSAL_ID:
+            raise f.problem(
+                f"'issued' is {issued}, so the next proposal id would have more than {PROPOSAL_ID_DIGITS} digits, "
+                f"which review_proposals cannot take; use at most {MAX_PROPOSAL_ID - 1}"
+            )
+        return {"issued": issued}
 
 
 def _shown(value: object) -> str:
