@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.api_support import api_client, body, refusal
-from tests.thread_support import Served, call, connected, create, served, think
+from tests.support import structured, text
+from tests.thread_support import Served, call, connected, create, refused, served, think
 from thoughtline.config import Settings
 
 pytestmark = pytest.mark.anyio
@@ -81,6 +82,38 @@ async def test_a_list_cursor_is_refused_when_edited_reused_with_other_filters_or
     assert "edited or foreign" in crossed[1]
     assert "'cursor'" in forged[1]
     assert "filters" in other[1]
+
+
+async def test_a_sequences_kind_is_read_back_everywhere_and_set_once(app: Served) -> None:
+    async with connected(app) as client:
+        seq = await think(client, "Trace the flaky invoice export", kind="debug")
+        plain = await think(client, "Plan the invoice rewrite")
+        await think(client, "Same label again", 2, sequenceId=seq, kind="debug")
+        relabel = await refused(
+            client,
+            "sequentialthinking",
+            thought="Call it a plan",
+            nextThoughtNeeded=True,
+            thoughtNumber=3,
+            totalThoughts=3,
+            sequenceId=seq,
+            kind="plan",
+        )
+        history = await client.call_tool("get_thought_history", {"sequenceId": seq})
+        listed = await client.call_tool("manage_sequence", {"action": "list"})
+        found = {by: await call(client, "search_thoughts", query="invoice", by=by) for by in ("thought", "sequence")}
+    async with api_client(app) as api:
+        rest_list = body(await api.get("/sequences"))
+        rest_history = body(await api.get(f"/sequences/{seq}"))
+    assert relabel[0] == "invalid_input"
+    assert f"sequence {seq} already has kind 'debug'" in relabel[1]
+    assert structured(history)["sequence"]["kind"] == rest_history["sequence"]["kind"] == "debug"
+    assert f"Sequence {seq} · active · kind: debug · 2 thoughts" in text(history)
+    kinds = {s["sequenceId"]: s["kind"] for s in structured(listed)["sequences"]}
+    assert kinds == {s["sequenceId"]: s["kind"] for s in rest_list["sequences"]} == {seq: "debug", plain: None}
+    assert f"{seq} [active · kind: debug]" in text(listed)
+    for by, result in found.items():
+        assert {r["sequenceId"]: r["kind"] for r in result["results"]} == {seq: "debug", plain: None}, by
 
 
 async def test_history_is_the_tools_shape_and_pages_with_its_cursor(app: Served) -> None:

@@ -19,7 +19,7 @@ from tests.oauth_support import TOKEN as STACK_TOKEN
 from tests.oauth_support import FakeClock, connected, running_stack
 from tests.support import TOKEN, ThreadServer, mcp_client, serve_in_thread, structured, text
 from thoughtline.config import Settings
-from thoughtline.domain.canonical import CONTINUE_WINDOW_MS
+from thoughtline.domain.canonical import CONTINUE_WINDOW_MS, MAX_COUNTED
 from thoughtline.web.app import create_app
 
 pytestmark = pytest.mark.anyio
@@ -94,6 +94,20 @@ async def test_two_interleaved_canonical_agents_of_one_user_are_never_merged(ser
         assert len(ids) == 4
         for seq in ids:
             assert len(await bodies(agent_a, seq)) == 1
+
+
+async def test_the_note_counts_every_open_sequence_that_fits_not_just_the_first_two(server: ThreadServer) -> None:
+    async with mcp_client(server.base_url) as client:
+        for n in range(5):
+            await client.call_tool("sequentialthinking", step(1, f"agent {n}"))
+        five = await client.call_tool("sequentialthinking", step(2, "which one?"))
+        for n in range(5, MAX_COUNTED + 1):
+            await client.call_tool("sequentialthinking", step(1, f"agent {n}"))
+        many = await client.call_tool("sequentialthinking", step(2, "which one now?"))
+    assert "Note: thought 2 started a new sequence: no sequenceId was sent and 5 of your open sequences end at " in (
+        text(five)
+    )
+    assert f"more than {MAX_COUNTED} of your open sequences end at thought 1" in text(many)
 
 
 async def test_a_completed_sequence_is_not_continued(server: ThreadServer) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from thoughtline.domain.canonical import CONTINUE_WINDOW_MS, Candidate, choose, explain_refusal, fits
+from thoughtline.domain.canonical import CONTINUE_WINDOW_MS, MAX_COUNTED, Candidate, choose, explain_refusal, fits
 from thoughtline.domain.thinking import Status
 
 NOW = 10_000_000_000
@@ -41,6 +41,15 @@ def test_two_matching_sequences_are_ambiguous_and_start_a_new_one_saying_why() -
     assert decision.note.startswith("Note: thought 3 started a new sequence")
     assert "2 of your open sequences end at thought 2" in decision.note
     assert "pass its sequenceId" in decision.note
+
+
+def test_the_note_counts_every_matching_sequence_up_to_the_cap_and_says_more_than_past_it() -> None:
+    five = [candidate(f"seq_{n}") for n in range(5)]
+    assert "5 of your open sequences end at thought 2" in str(choose(3, None, five, NOW).note)
+    at_cap = [candidate(f"seq_{n}") for n in range(MAX_COUNTED)]
+    assert f"{MAX_COUNTED} of your open sequences" in str(choose(3, None, at_cap, NOW).note)
+    past = [candidate(f"seq_{n}") for n in range(MAX_COUNTED + 1)]
+    assert f"more than {MAX_COUNTED} of your open sequences end at thought 2" in str(choose(3, None, past, NOW).note)
 
 
 def test_no_match_starts_a_new_sequence_and_says_how_to_continue_one() -> None:

@@ -122,6 +122,8 @@ def test_an_export_imports_into_a_store_that_already_holds_other_sequences(
         ("branch", {}, "name", "main", ("'name' must be a branch id",)),
         ("branch", {}, "from_thought", 2, ("forks from thought 2 at position 1, which its sequence does not hold",)),
         ("thread_member", {}, "added_by", "root", ("'added_by' must be one of",)),
+        ("proposal_ids", {}, "issued", 10**18 - 1, ("'issued' is 999999999999999999", "more than 18 digits")),
+        ("proposal_ids", {}, "issued", 2**62, ("more than 18 digits", "use at most 999999999999999998")),
     ],
 )
 def test_a_record_no_tool_could_write_is_refused_naming_its_line(
@@ -149,6 +151,97 @@ def test_a_thought_on_another_sequences_branch_is_refused(
     line, records = edited(export, "thought", lambda rec: rec.__setitem__("branch", branch), sequence_id=seq_b)
     ran = refused_import(capsys, tmp_path, records, "'branch' must be a branch of the same sequence")
     assert f"line {line}: thought 1 of sequence {export.b}" in ran.err
+
+
+def _forked(*extra: dict[str, Any], b2_fork: int = 1) -> Records:
+    """A sequence: main 1; b1 and b2 both fork from main's thought 1 (b2 at position `b2_fork`)."""
+    seq = "seq_" + "1" * 32
+
+    def thought(position: int, number: int, branch: int | None, **more: Any) -> dict[str, Any]:
+        return {
+            "type": "thought",
+            "id": position,
+            "sequence_id": 1,
+            "position": position,
+            "branch": branch,
+            "number": number,
+            "total": 9,
+            "next_needed": 1,
+            "body": f"thought at {position}",
+            "is_revision": 0,
+            "revises_number": None,
+            "revises_position": None,
+            "created_at": 1_700_000_000_000 + position,
+            **more,
+        }
+
+    def branch(rowid: int, name: str, fork: int) -> dict[str, Any]:
+        return {
+            "type": "branch",
+            "id": rowid,
+            "sequence_id": 1,
+            "name": name,
+            "parent_branch": None,
+            "from_thought": 1,
+            "fork_position": fork,
+            "created_at": 1_700_000_000_000,
+        }
+
+    return [
+        {"type": "sequence", "id": 1, "public_id": seq, "status": "active", "created_at": 1, "updated_at": 1},
+        branch(1, "b1", 1),
+        branch(2, "b2", b2_fork),
+        thought(1, 1, None),
+        thought(2, 1, 1),
+        thought(3, 1, 2),
+        *[thought(4 + n, 2, **rec) for n, rec in enumerate(extra)],
+        {"type": "proposal_ids", "issued": 0},
+    ]
+
+
+def _revising(branch: int | None, position: int) -> dict[str, Any]:
+    return {"branch": branch, "is_revision": 1, "revises_number": 1, "revises_position": position}
+
+
+@pytest.mark.parametrize(
+    ("records", "line", "phrases"),
+    [
+        # b2 says it forks from the main path, but the thought at its fork position is b1's.
+        (
+            _forked(b2_fork=2),
+            3,
+            ("branch 'b2'", "which is on branch 'b1', but its 'parent_branch' is the main path"),
+        ),
+        # b2 revises b1's thought 1: a sibling's thoughts are invisible from b2 (its own 1 is meant).
+        (
+            _forked(_revising(2, 2)),
+            7,
+            ("revises thought 1 at position 2, but from branch 'b2' thought 1 means the thought at position 3",),
+        ),
+        # The main path revises b2's thought 1: a branch's thoughts are invisible from the main path.
+        (
+            _forked(_revising(None, 3)),
+            7,
+            ("revises thought 1 at position 3, but from the main path thought 1 means the thought at position 1",),
+        ),
+    ],
+    ids=["fork-thought-on-another-branch", "revision-of-a-sibling-branch", "main-revises-a-branch"],
+)
+def test_a_fork_or_revision_the_tools_would_resolve_elsewhere_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], records: Records, line: int, phrases: tuple[str, ...]
+) -> None:
+    ran = refused_import(capsys, tmp_path, records, f"line {line}: ", *phrases)
+    assert "thought at 1" not in ran.err  # never the text itself
+
+
+def test_forks_and_revisions_as_the_tools_resolve_them_import(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Each branch revises its own thought 1, the main path its own: what the tools would store.
+    records = _forked(_revising(2, 3), _revising(1, 2), _revising(None, 1))
+    ran = run(capsys, "import", "--data-dir", str(tmp_path / "target"), str(write_lines(tmp_path / "x.jsonl", records)))
+    assert ran.code == 0, ran.err
+    assert ran.out.startswith("imported 1 sequence, 2 branches, 6 thoughts")
 
 
 def test_a_revision_of_a_thought_its_sequence_does_not_hold_is_refused(
@@ -191,6 +284,23 @@ def test_a_sequence_without_thoughts_is_refused(
     records = [r for r in export.records if not (r["type"] == "thought" and r["sequence_id"] == seq_b)]
     line = first(records, "sequence", public_id=export.b)[0]
     refused_import(capsys, tmp_path, records, f"line {line}: sequence {export.b}: holds no thoughts")
+
+
+def test_sequences_whose_parents_form_a_loop_are_refused(
+    export: Export, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # sequentialthinking refuses a parentSequenceId that makes a sequence its own ancestor.
+    def parent(named: str) -> Callable[[dict[str, Any]], None]:
+        return lambda rec: rec.__setitem__("parent_public_id", named)
+
+    line_a = first(export.records, "sequence", public_id=export.a)[0]
+    _, records = edited(export, "sequence", parent(export.b), public_id=export.a)
+    line_b, rec_b = first(records, "sequence", public_id=export.b)
+    parent(export.a)(rec_b)
+    ran = refused_import(capsys, tmp_path, records, "its own ancestor")
+    assert f"line {min(line_a, line_b)}: " in ran.err
+    _, records = edited(export, "sequence", parent(export.a), public_id=export.a)
+    refused_import(capsys, tmp_path, records, f"line {line_a}: sequence {export.a}: its 'parent_public_id' chain")
 
 
 def test_a_deeply_nested_line_is_one_error_line_not_a_traceback(

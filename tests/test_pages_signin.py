@@ -152,6 +152,17 @@ async def test_pages_carry_a_strict_policy_and_escape_thought_text(tmp_path: Pat
             assert page.text.count("<script") == page.text.count('<script type="application/json"') + 1, path
 
 
+async def test_a_sequences_kind_shows_in_the_list_and_on_its_page(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        plan = library.ids["plan"]
+        library.execute("UPDATE sequences SET kind = 'design <draft>' WHERE public_id = ?", (plan,))
+        await signed_in(library, http)
+        listed = await http.get(library.url + "/library")
+        page = await http.get(library.url + f"/library/sequences/{plan}")
+    assert listed.text.count("kind: design &lt;draft&gt;") == 1
+    assert '<span class="chip kind">kind: design &lt;draft&gt;</span>' in page.text
+
+
 def stylesheet_parts() -> str:
     """What the pages' one stylesheet should be: the App's theme and process styles, then the pages' own."""
     ui = Path(__file__).resolve().parents[1] / "ui"

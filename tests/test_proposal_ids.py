@@ -14,6 +14,7 @@ from mcp import Client
 from tests.sample_notes import DRIP, HOSE
 from tests.thread_support import Served, call, connected, create, refused, served, think
 from thoughtline.config import Settings
+from thoughtline.domain.arguments import MAX_PROPOSAL_ID
 from thoughtline.library.embed import MiniLMEmbedder
 from thoughtline.storage import migrations, transfer
 from thoughtline.storage.key_migrations import PROPOSAL_ID_JUMP
@@ -60,6 +61,21 @@ async def test_a_retried_decision_never_acts_on_a_proposal_made_after_it(app: Se
     assert retried[0] == "proposal_not_found"
     assert left == [second]  # neither confirmed nor suppressed by the stale id
     assert drip not in [m["sequenceId"] for m in brief["members"]]
+
+
+async def test_the_last_id_the_tools_take_is_issued_and_reviewable_and_none_is_issued_past_it(app: Served) -> None:
+    async with connected(app) as client:
+        await create(client, *GARDEN)
+        # A store whose counter was carried this far (an import of a file that allowed it).
+        app.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('thread_proposals', ?)", (MAX_PROPOSAL_ID - 1,))
+        await write(client, HOSE)
+        (last,) = await pending(client)
+        decided = await call(client, "review_proposals", action="accept", proposalId=last["proposalId"])
+        await write(client, DRIP)
+        after = await pending(client)
+    assert last["proposalId"] == f"prp_{MAX_PROPOSAL_ID}"
+    assert decided["proposalId"] == last["proposalId"]
+    assert after == []  # prp_1000000000000000000 could be listed but never reviewed: it is not issued
 
 
 def _store(path: Path, upto: int | None = None) -> apsw.Connection:

@@ -14,6 +14,7 @@ from thoughtline.domain.thinking import (
     make_title,
     plan_thought,
     resolve,
+    resolve_from,
 )
 from thoughtline.errors import DomainError
 
@@ -86,6 +87,16 @@ def test_parent_writes_after_the_fork_are_invisible_even_with_low_numbers(book: 
     book.add(None, 1)  # main reuses number 1 after A forked
     ref = resolve(1, lineage(book.state(), book.branches["A"]), book.find)
     assert ref == ThoughtRef(1, 1, None)
+
+
+def test_resolving_from_the_branches_alone_gives_what_a_revision_resolves_to(book: Book) -> None:
+    # Import and `thoughtline check` hold stored revisions to this, without a SequenceState.
+    a = book.branches["A"]
+    assert resolve_from(3, a, book.branches, book.find) == ThoughtRef(4, 3, 1)
+    assert resolve_from(1, a, book.branches, book.find) == ThoughtRef(1, 1, None)
+    assert resolve_from(4, None, book.branches, book.find) is None  # A's 4 is invisible from main
+    plan = plan_thought(thought(5, branch_id="A", is_revision=True, revises_thought=3), book.state(), book.find)
+    assert plan.revises == resolve_from(3, a, book.branches, book.find)
 
 
 def test_newest_occurrence_of_a_reused_number_wins_on_the_main_path(book: Book) -> None:

@@ -199,6 +199,34 @@ async def test_parent_and_child_sequences_link_both_ways(client: Client) -> None
     assert parent_page["sequence"]["childSequenceIds"] == [child]
 
 
+async def header(client: Client, seq: str) -> dict[str, Any]:
+    page = structured(await client.call_tool("get_thought_history", {"sequenceId": seq}))
+    return dict(page["sequence"])
+
+
+async def test_a_parent_link_is_set_once_and_never_makes_a_sequence_its_own_ancestor(client: Client) -> None:
+    parent = structured(await think(client, thought="orchestrator"))["sequenceId"]
+    child = structured(await think(client, thought="sub-agent", parentSequenceId=parent))["sequenceId"]
+    other = structured(await think(client, thought="another orchestrator"))["sequenceId"]
+    refusals = [
+        (parent, parent, "cannot be its own parent"),
+        (parent, child, "its own ancestor"),
+        (child, other, f"already has parent {parent}"),
+    ]
+    for seq, named, phrase in refusals:
+        before = await count(client, seq)
+        result = await think(client, sequenceId=seq, thoughtNumber=2, parentSequenceId=named)
+        assert await error_code(result) == "invalid_input"
+        assert phrase in text(result)
+        assert await count(client, seq) == before
+    assert (await header(client, parent))["parentSequenceId"] is None
+    assert (await header(client, parent))["childSequenceIds"] == [child]
+    assert (await header(client, child))["parentSequenceId"] == parent
+    again = await think(client, sequenceId=child, thoughtNumber=2, parentSequenceId=parent)
+    assert not again.is_error
+    assert (await header(client, other))["childSequenceIds"] == []
+
+
 async def test_delete_needs_confirm_and_removes_everything(client: Client) -> None:
     seq = structured(await think(client))["sequenceId"]
     await think(client, sequenceId=seq, thoughtNumber=2, branchId="b", branchFromThought=1)

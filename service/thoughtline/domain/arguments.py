@@ -31,6 +31,10 @@ MAX_THREADS_PER_CALL = 16
 MAX_KIND_CHARS = 64
 MAIN_BRANCH = "main"
 PROPOSAL_PREFIX = "prp_"
+# A proposal id is prp_ and at most 18 digits: the one bound the tools' pattern, import's counter
+# and the store's issuing all keep, so every id the store lists can be accepted or rejected.
+PROPOSAL_ID_DIGITS = 18
+MAX_PROPOSAL_ID = 10**PROPOSAL_ID_DIGITS - 1
 # Thought-level events a caller may tag (SPEC §5.3); `conclusion` and `update` are derived only.
 EVENT_KINDS: tuple[str, ...] = get_args(TaggedEventKind)
 DERIVED_EVENT_KINDS: tuple[str, ...] = get_args(DerivedEventKind)
@@ -226,7 +230,7 @@ def parse_proposal_id(args: Mapping[str, Any]) -> int:
         raise invalid("'proposalId' is required: the id review_proposals action 'list' returned.")
     text = raw.strip()
     digits = text[len(PROPOSAL_PREFIX) :] if text.startswith(PROPOSAL_PREFIX) else ""
-    if not digits.isascii() or not digits.isdigit() or len(digits) > 18 or int(digits) == 0:
+    if not digits.isascii() or not digits.isdigit() or len(digits) > PROPOSAL_ID_DIGITS or int(digits) == 0:
         raise invalid(f"'proposalId' must look like prp_123 (from action 'list'); got {raw[:40]!r}.")
     return int(digits)
 

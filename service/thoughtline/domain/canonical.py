@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from thoughtline.domain.thinking import Status
 
 CONTINUE_WINDOW_MS = 30 * 60 * 1000
+# How many fitting sequences the note counts exactly; beyond this it says "more than". The store
+# reads at most one more candidate than this, so an ambiguous call stays a bounded lookup.
+MAX_COUNTED = 9
 OPEN_STATUSES: frozenset[Status] = frozenset({"active", "paused"})
 
 
@@ -63,6 +66,9 @@ def choose(
 ) -> Continuation:
     """Decide for a call without `sequenceId`; `thoughtNumber: 1` always starts a new sequence.
 
+    `candidates` needs to hold every fitting sequence only up to `MAX_COUNTED + 1`: the note
+    counts that many exactly and says "more than" past it.
+
     `strict` (the library is off): only a held sequenceId reaches a sequence, so nothing is continued.
     """
     if thought_number <= 1:
@@ -77,8 +83,9 @@ def choose(
             f"that ended at thought {thought_number - 1}. Pass sequenceId: {matches[0]} on every later call.",
         )
     if matches:
+        how_many = f"more than {MAX_COUNTED}" if len(matches) > MAX_COUNTED else str(len(matches))
         why = (
-            f"{len(matches)} of your open sequences end at thought {thought_number - 1}, "
+            f"{how_many} of your open sequences end at thought {thought_number - 1}, "
             "so it cannot tell which one you mean"
         )
     else:

@@ -3,13 +3,14 @@
 `RecordChecker` reads records in export order (parents before children) and answers each with
 the column values to store, or raises `RecordProblem` naming the record and the rule it breaks.
 It also keeps what only the whole file shows (positions without gaps, branches and revisions
-inside their own sequence, every sequence holding thoughts) and recomputes the derived columns
-(`Derived`). Import refuses a file at its first problem; `thoughtline check` runs the same
-checker over a store's own rows. Messages never quote thought text.
+inside their own sequence, every sequence holding thoughts, no sequence its own ancestor) and
+recomputes the derived columns (`Derived`). Import refuses a file at its first problem;
+`thoughtline check` runs the same checker over a store's own rows. Messages never quote thought text.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,11 +20,14 @@ from thoughtline.domain.arguments import (
     MAIN_BRANCH,
     MAX_BRANCH_ID_CHARS,
     MAX_KIND_CHARS,
+    MAX_PROPOSAL_ID,
     MAX_THOUGHT_CHARS,
+    PROPOSAL_ID_DIGITS,
     SEQUENCE_ID_RE,
 )
 from thoughtline.domain.record_fields import MAX_ID, Fields, RecordProblem, is_id, kind_of
-from thoughtline.domain.thinking import make_title
+from thoughtline.domain.sequence_labels import on_loops
+from thoughtline.domain.thinking import BranchInfo, ThoughtRef, make_title, resolve_from
 from thoughtline.domain.thread_names import MAX_DESCRIPTION, check_name
 from thoughtline.domain.thread_types import THREAD_TYPES
 from thoughtline.errors import DomainError
@@ -55,6 +59,17 @@ class _Sequence:
     numbers: dict[int, int] = field(default_factory=dict)  # position -> thought number
     flawed: bool = False  # a thought of it broke a rule: its derived columns are not known
     public_id: str = ""
+    parent: str | None = None
+    owners: dict[int, int | None] = field(default_factory=dict)  # position -> branch file id (None = main)
+    branches: dict[str, BranchInfo] = field(default_factory=dict)  # by name, keyed by branch file ids
+    # (branch file id, number) -> positions, ascending: the thoughts a reference can land on.
+    scopes: dict[tuple[int | None, int], list[int]] = field(default_factory=dict)
+
+    def find(self, branch: int | None, number: int, max_position: int | None) -> ThoughtRef | None:
+        """The tools' `Finder` over the thoughts read so far: the newest `number` on `branch`."""
+        positions = self.scopes.get((branch, number), [])
+        at = bisect_right(positions, max_position) if max_position is not None else len(positions)
+        return ThoughtRef(positions[at - 1], number, branch) if at else None
 
 
 @dataclass
@@ -64,6 +79,8 @@ class _Branch:
     ref: int
     from_thought: int
     fork_position: int
+    name: str = ""
+    parent: int | None = None
 
 
 class RecordChecker:
@@ -98,15 +115,27 @@ class RecordChecker:
         return rule(Fields(rec, _label(rec), ref, self._now_ms, self._clamp))
 
     def whole_file_problems(self) -> list[RecordProblem]:
-        """What only the whole file shows: sequences without thoughts, forks from nowhere."""
+        """What only the whole file shows: sequences without thoughts or in a parent loop, forks from nowhere."""
         problems = [
             RecordProblem(f"{seq.label}: holds no thoughts (every sequence starts with one)", seq.ref)
             for seq in self._sequences.values()
             if seq.count == 0
         ]
+        by_id = {seq.public_id: seq for seq in self._sequences.values() if seq.public_id}
+        for looped in on_loops({public_id: seq.parent for public_id, seq in by_id.items()}):
+            seq = by_id[looped]
+            problems.append(
+                RecordProblem(
+                    f"{seq.label}: its 'parent_public_id' chain leads back to itself, so it would be its own "
+                    "ancestor (sequentialthinking refuses such a parentSequenceId)",
+                    seq.ref,
+                )
+            )
         for branch in self._branches.values():
             seq = self._sequences[branch.sequence]
-            if not seq.flawed and seq.numbers.get(branch.fork_position) != branch.from_thought:
+            if seq.flawed:
+                continue
+            if seq.numbers.get(branch.fork_position) != branch.from_thought:
                 problems.append(
                     RecordProblem(
                         f"{branch.label}: forks from thought {branch.from_thought} at position "
@@ -114,7 +143,22 @@ class RecordChecker:
                         branch.ref,
                     )
                 )
+            elif seq.owners[branch.fork_position] != branch.parent:
+                # SPEC §2.1: the stored parent of a branch is the branch that owns the fork thought.
+                problems.append(
+                    RecordProblem(
+                        f"{branch.label}: forks from thought {branch.from_thought} at position "
+                        f"{branch.fork_position}, which is on {self._scope(seq.owners[branch.fork_position])}, "
+                        f"but its 'parent_branch' is {self._scope(branch.parent)}; a branch's parent is the "
+                        "branch that holds its fork thought",
+                        branch.ref,
+                    )
+                )
         return problems
+
+    def _scope(self, branch: int | None) -> str:
+        """How a message names a branch by its file id (None: the main path)."""
+        return "the main path" if branch is None else f"branch {self._branches[branch].name!r}"
 
     def derived(self) -> dict[int, Derived]:
         """Each sequence's derived columns as its thoughts give them, by the sequence's file id.
@@ -141,6 +185,7 @@ class RecordChecker:
         parent = f.text("parent_public_id", 64, required=False)
         if parent is not None and not SEQUENCE_ID_RE.match(parent):
             raise f.problem("'parent_public_id' must be a sequence id (seq_ and 32 hex characters) or null")
+        self._sequences[rowid].parent = parent
         kind = f.text("kind", MAX_KIND_CHARS, required=False)
         if kind is not None and not kind.strip():
             raise f.problem("'kind' is empty; use null for no kind")
@@ -184,7 +229,8 @@ class RecordChecker:
         from_thought = int(f.number("from_thought") or 0)
         fork_position = f.ident("fork_position")
         label = f"branch {name!r} of {self._sequences[seq].label}"
-        self._branches[rowid] = _Branch(seq, label, f.ref, from_thought, fork_position)
+        self._branches[rowid] = _Branch(seq, label, f.ref, from_thought, fork_position, name, parent)
+        self._sequences[seq].branches[name] = BranchInfo(rowid, name, parent, from_thought, fork_position)
         self._branch_names.add((seq, name))
         return {
             "id": rowid,
@@ -234,6 +280,8 @@ class RecordChecker:
         revises_position = f.integer("revises_position", 1, MAX_ID, required=False)
         if is_revision and (revises_number is None or seq.numbers.get(revises_position or 0) != revises_number):
             raise f.problem("is a revision of a thought its sequence does not hold earlier")
+        if is_revision and revises_number is not None:
+            self._check_revision_target(f, seq, branch, revises_number, revises_position)
         if not is_revision and (revises_number, revises_position) != (None, None):
             raise f.problem("names a revised thought but is not a revision")
         event = f.raw("event", required=False)
@@ -263,8 +311,28 @@ class RecordChecker:
         self._thoughts.add(rowid)
         seq.count, seq.last_number, seq.last_total = position, number, total
         seq.numbers[position] = number
+        seq.owners[position] = branch
+        seq.scopes.setdefault((branch, number), []).append(position)
         seq.title = seq.title or make_title(body)
         return row
+
+    def _check_revision_target(
+        self, f: Fields, seq: _Sequence, branch: int | None, number: int, position: int | None
+    ) -> None:
+        """A revision must name the thought `revisesThought` meant when it was written: the thoughts
+        read so far are exactly the ones stored before it, so the tools' own resolution answers."""
+        if seq.flawed:  # a thought of it broke a rule and is missing here: the answer would not be the tools'
+            return
+        on = self._branches[branch] if branch is not None else None
+        info = seq.branches[on.name] if on is not None else None
+        meant = resolve_from(number, info, seq.branches, seq.find)
+        if meant is None or meant.position != position:
+            target = "no thought" if meant is None else f"the thought at position {meant.position}"
+            raise f.problem(
+                f"revises thought {number} at position {position}, but from {self._scope(branch)} thought "
+                f"{number} means {target} (a reference resolves on its own branch, then on its ancestors up to "
+                "their fork points)"
+            )
 
     def _thread(self, f: Fields) -> dict[str, Any]:
         rowid = f.ident("id")
@@ -313,7 +381,14 @@ class RecordChecker:
         return out
 
     def _proposal_ids(self, f: Fields) -> dict[str, Any]:
-        return {"issued": f.integer("issued", 0, MAX_ID)}
+        issued = int(f.integer("issued", 0, MAX_ID) or 0)
+        # The store's next proposal id is issued + 1; past MAX_PROPOSAL_ID no tool could review it.
+        if issued >= MAX_PROPOSAL_ID:
+            raise f.problem(
+                f"'issued' is {issued}, so the next proposal id would have more than {PROPOSAL_ID_DIGITS} digits, "
+                f"which review_proposals cannot take; use at most {MAX_PROPOSAL_ID - 1}"
+            )
+        return {"issued": issued}
 
 
 def _shown(value: object) -> str:

@@ -101,6 +101,17 @@ def resolve(number: int, hops: Sequence[Hop], find: Finder) -> ThoughtRef | None
     return None
 
 
+def resolve_from(
+    number: int, branch: BranchInfo | None, branches: Mapping[str, BranchInfo], find: Finder
+) -> ThoughtRef | None:
+    """The thought a reference to `number` written on `branch` (None = main) means, among a
+    sequence's `branches`: the rule a revision follows, for a caller that holds no `SequenceState`
+    (import and `thoughtline check` hold a stored revision to it)."""
+    # Resolution reads only the branches; the other fields of the state play no part in it.
+    state = SequenceState(public_id="", status="active", thought_count=0, branches=branches)
+    return resolve(number, lineage(state, branch), find)
+
+
 @dataclass(frozen=True)
 class NewBranch:
     """A branch this write creates."""

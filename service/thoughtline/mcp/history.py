@@ -38,6 +38,7 @@ def render_transcript(sequence: dict[str, Any], thoughts: list[dict[str, Any]], 
     lines = [
         f"{sequence['title']}",
         f"Sequence {sequence['sequenceId']} · {sequence['status']} · "
+        + (f"kind: {sequence['kind']} · " if sequence.get("kind") else "")
         + counted(sequence["thoughtHistoryLength"], "thought"),
     ]
     for b in sequence["branches"]:

@@ -67,6 +67,7 @@ def search_tool() -> types.Tool:
             "score": {"type": "number"},
             "similarity": nullable({"type": "number"}),
             "status": _STATUS_SCHEMA,
+            "kind": {**nullable({"type": "string"}), "description": "The sequence's free label, null without one."},
             "createdAt": {"type": "string"},
             "thoughtCount": {"type": "integer"},
             "updatedAt": {"type": "string"},

@@ -93,6 +93,11 @@ STRENGTH_TEXT = {
 }
 
 
+def _tag(item: Mapping[str, Any]) -> str:
+    """`[active]`, or `[active · kind: debug]` for a sequence with a kind."""
+    return f"[{item['status']}" + (f" · kind: {item['kind']}]" if item.get("kind") else "]")
+
+
 def _where(r: Mapping[str, Any]) -> str:
     return f"thought {r['thoughtNumber']}" + (f" on branch {r['branchId']}" if r["branchId"] else "")
 
@@ -148,6 +153,7 @@ def _sequence_entries(found: list[Found]) -> tuple[list[dict[str, Any]], list[st
             "sequenceId": h.record.sequence_id,
             "title": h.record.title,
             "status": h.record.status,
+            "kind": h.record.kind,
             "thoughtCount": count,
             "updatedAt": store.iso(f.updated_at if f.updated_at is not None else h.record.created_at),
             "score": h.score,
@@ -169,7 +175,7 @@ def _sequence_entries(found: list[Found]) -> tuple[list[dict[str, Any]], list[st
             ending = f"   {label} (thought {c.thought_number}): {c.text}"
         results.append(r)
         entries += [
-            f"{i}. {r['title']} [{r['status']}] · {counted(count, 'thought')} · best match {_where(r)} · "
+            f"{i}. {r['title']} {_tag(r)} · {counted(count, 'thought')} · best match {_where(r)} · "
             + _similarity_text(h),
             f"   matched: {r['snippet']}",
             *([ending] if ending else []),
@@ -192,11 +198,12 @@ def _thought_entries(found: list[Found]) -> tuple[list[dict[str, Any]], list[str
             "score": h.score,
             "similarity": h.similarity,
             "status": h.record.status,
+            "kind": h.record.kind,
             "createdAt": store.iso(h.record.created_at),
         }
         results.append(r)
         entries += [
-            f"{i}. {r['title']} [{r['status']}] · {_where(r)} · {_similarity_text(h)}",
+            f"{i}. {r['title']} {_tag(r)} · {_where(r)} · {_similarity_text(h)}",
             f"   {r['snippet']}",
             f"   {r['sequenceId']} · {r['createdAt']}",
         ]
@@ -244,7 +251,6 @@ async def _list(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
     kind = (f"{status} sequences" if status else "sequences") + (f" in thread {thread!r}" if thread else "")
     lines = [f"{len(items)} most recently updated {kind}:" if items else f"No {kind} stored."]
     lines += [
-        f"- {i['sequenceId']} [{i['status']}] {i['title']} ({counted(i['thoughtHistoryLength'], 'thought')})"
-        for i in items
+        f"- {i['sequenceId']} {_tag(i)} {i['title']} ({counted(i['thoughtHistoryLength'], 'thought')})" for i in items
     ]
     return ToolOutput(text="\n".join(lines), structured={"sequences": items})

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import mcp_types as types
 
+from thoughtline.domain.arguments import PROPOSAL_ID_DIGITS
 from thoughtline.library.review import DEFAULT_LIMIT, MAX_LIMIT
 from thoughtline.mcp.schema_parts import closed_input, record, tool_annotations
 from thoughtline.mcp.schemas import nullable
 from thoughtline.mcp.thread_schemas import NAME_SCHEMA
 
 REVIEW_ACTIONS = ("list", "accept", "reject")
-PROPOSAL_ID_PATTERN = "^prp_[1-9][0-9]{0,17}$"
+PROPOSAL_ID_PATTERN = f"^prp_[1-9][0-9]{{0,{PROPOSAL_ID_DIGITS - 1}}}$"
 
 REVIEW_DESCRIPTION = """Review suggested thread memberships: sequences whose content matches a thread.
 

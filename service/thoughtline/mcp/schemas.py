@@ -71,8 +71,17 @@ THOUGHT_INPUT = _obj(
             "items": {"type": "string", "minLength": 1},
             "description": "Existing thread names this sequence belongs to.",
         },
-        "parentSequenceId": {**_SEQ_ID, "description": "The parent agent's sequence (for sub-agents)."},
-        "kind": {"type": "string", "maxLength": 64, "description": "Free label, e.g. 'plan' or 'debug'."},
+        "parentSequenceId": {
+            **_SEQ_ID,
+            "description": "The parent agent's sequence (for sub-agents). Set once: later calls may repeat it, "
+            "not change it; never the sequence itself or one of its own sub-agents.",
+        },
+        "kind": {
+            "type": "string",
+            "maxLength": 64,
+            "description": "Free label of the sequence, e.g. 'plan' or 'debug'. Set once: later calls may repeat it, "
+            "not change it.",
+        },
         "event": {
             "type": "string",
             "enum": list(EVENT_KINDS),
@@ -181,6 +190,7 @@ HISTORY_OUTPUT = _obj(
                 "createdAt": {"type": "string"},
                 "updatedAt": {"type": "string"},
                 "parentSequenceId": nullable({"type": "string"}),
+                "kind": {**nullable({"type": "string"}), "description": "The sequence's free label, null without one."},
                 "childSequenceIds": {"type": "array", "items": {"type": "string"}},
                 "threads": {"type": "array", "items": {"type": "string"}},
                 "branches": {"type": "array", "items": _BRANCH_OUT},

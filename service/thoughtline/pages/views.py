@@ -52,13 +52,20 @@ def _search_form(query: str) -> str:
     )
 
 
+def _kind_chip(item: dict[str, Any]) -> str:
+    """The sequence's free label, when it has one."""
+    kind = item.get("kind")
+    return chip(f"kind: {kind}", "kind") if kind else ""
+
+
 def _sequence_row(item: dict[str, Any], extra: str = "") -> str:
     count = item.get("thoughtHistoryLength", item.get("thoughtCount"))
     status = str(item.get("status", ""))
     return (
         f'<li class="row"><a class="title" href="{sequence_href(str(item["sequenceId"]))}">'
         f"{e(item.get('title') or item['sequenceId'])}</a>"
-        f'<span class="meta">{chip(status, "status " + status)}{thread_badges(item.get("threads") or [])}'
+        f'<span class="meta">{chip(status, "status " + status)}{_kind_chip(item)}'
+        f"{thread_badges(item.get('threads') or [])}"
         f'<span class="count">{e(count)} thought{"" if count == 1 else "s"}</span>'
         f"{when(item.get('updatedAt'))}</span>{extra}</li>"
     )
@@ -116,6 +123,7 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
     status = str(sequence.get("status", ""))
     action = f"/library/sequences/{sequence_id}"
     parts = [f'<h1 class="seq-title">{e(title)}</h1><p class="meta">{chip(status, "status " + status)}']
+    parts.append(_kind_chip(sequence))
     parts.append(f'<code class="id">{e(sequence_id)}</code> · {when(sequence.get("updatedAt"))}</p>')
     controls = ""
     if source.library_on():

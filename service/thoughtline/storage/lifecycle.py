@@ -26,6 +26,7 @@ class SequenceSummary:
     created_at: int
     updated_at: int
     rowid: int  # the store's own id: the paging key's tie-break and the badges' lookup
+    kind: str | None
 
 
 def set_status(conn: apsw.Connection, sequence_id: str, status: str, now_ms: int) -> bool:
@@ -57,7 +58,7 @@ def sequences_page(
     change meanwhile; one updated while a client pages moves to the top.
     """
     found = conn.execute(
-        "SELECT public_id, title, status, thought_count, parent_public_id, created_at, updated_at, id "
+        "SELECT public_id, title, status, thought_count, parent_public_id, created_at, updated_at, id, kind "
         "FROM sequences WHERE (?1 IS NULL OR status = ?1) "
         "AND (?2 IS NULL OR (updated_at, id) < (?2, ?3)) "
         "AND (?4 IS NULL OR id IN (SELECT m.sequence_id FROM thread_members m JOIN threads th ON th.id = m.thread "
@@ -81,6 +82,7 @@ def sequences_page(
             created_at=int(r[5]),
             updated_at=int(r[6]),
             rowid=int(r[7]),
+            kind=None if r[8] is None else str(r[8]),
         )
         for r in found
     ]

@@ -15,6 +15,7 @@ from typing import Any
 
 import apsw
 
+from thoughtline.domain.arguments import MAX_PROPOSAL_ID
 from thoughtline.domain.vector_keys import VECTOR_SLOTS
 from thoughtline.storage.thoughts import rows
 
@@ -145,7 +146,8 @@ def record_proposals(conn: apsw.Connection, picks: Sequence[tuple[int, int, floa
     """Insert (thread, sequence, similarity, evidence thought, proposed at) rows; returns how many are new.
 
     Skipped, whatever the caller computed: a thread no longer active, a member, a rejected pair,
-    or a pair already proposed (the earlier proposal stays as it is).
+    a pair already proposed (the earlier proposal stays as it is), or any proposal once the store
+    has issued `MAX_PROPOSAL_ID`: a longer id could be listed but never accepted or rejected.
     """
     added = 0
     for thread, seq, similarity, evidence, at in picks:
@@ -155,8 +157,9 @@ def record_proposals(conn: apsw.Connection, picks: Sequence[tuple[int, int, floa
             "AND EXISTS (SELECT 1 FROM sequences WHERE id = ?2) "
             "AND NOT EXISTS (SELECT 1 FROM thread_members WHERE thread = ?1 AND sequence_id = ?2) "
             "AND NOT EXISTS (SELECT 1 FROM thread_rejections WHERE thread = ?1 AND sequence_id = ?2) "
+            "AND coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'thread_proposals'), 0) < ?6 "
             "ON CONFLICT DO NOTHING",
-            (thread, seq, similarity, evidence, at),
+            (thread, seq, similarity, evidence, at, MAX_PROPOSAL_ID),
         )
         added += conn.changes()
     return added

@@ -51,6 +51,7 @@ class ThoughtRecord:
     status: str
     created_at: int
     body: str
+    kind: str | None  # the sequence's free label
 
 
 @dataclass(frozen=True)
@@ -249,7 +250,8 @@ def load_thoughts(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, Though
     if not wanted:
         return {}
     rows = conn.execute(
-        "SELECT t.id, s.id, s.public_id, t.position, t.number, b.name, s.title, s.status, t.created_at, t.body "
+        "SELECT t.id, s.id, s.public_id, t.position, t.number, b.name, s.title, s.status, t.created_at, t.body, "
+        "s.kind "
         "FROM thoughts t JOIN sequences s ON s.id = t.sequence_id LEFT JOIN branches b ON b.id = t.branch "
         "WHERE t.id IN (SELECT value FROM json_each(?))",
         (json.dumps(wanted),),
@@ -266,6 +268,7 @@ def load_thoughts(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, Though
             status=str(r[7]),
             created_at=int(r[8]),
             body=str(r[9]),
+            kind=None if r[10] is None else str(r[10]),
         )
         for r in rows
     }

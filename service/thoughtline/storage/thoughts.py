@@ -19,6 +19,7 @@ import apsw
 
 from thoughtline.domain.arguments import ThoughtInput
 from thoughtline.domain.canonical import Continuation, explain_refusal
+from thoughtline.domain.sequence_labels import check_kind, check_parent
 from thoughtline.domain.thinking import (
     BranchInfo,
     Finder,
@@ -85,11 +86,12 @@ class SequenceRow:
     parent_public_id: str | None
     created_at: int
     updated_at: int
+    kind: str | None
 
 
 _SEQ_COLS = (
     "id, public_id, title, status, total_thoughts, last_thought_number, thought_count, "
-    "parent_public_id, created_at, updated_at"
+    "parent_public_id, created_at, updated_at, kind"
 )
 
 
@@ -97,6 +99,12 @@ def get_sequence(conn: apsw.Connection, public_id: str) -> SequenceRow | None:
     """The sequence with this public id, or None."""
     found = rows(conn, f"SELECT {_SEQ_COLS} FROM sequences WHERE public_id = ?", (public_id,))
     return SequenceRow(*found[0]) if found else None
+
+
+def parent_of(conn: apsw.Connection, public_id: str) -> str | None:
+    """The stored parent of a sequence (None: it has none, or there is no such sequence)."""
+    found = rows(conn, "SELECT parent_public_id FROM sequences WHERE public_id = ?", (public_id,))
+    return str(found[0][0]) if found and found[0][0] is not None else None
 
 
 def get_branches(conn: apsw.Connection, seq_rowid: int) -> dict[str, BranchInfo]:
@@ -243,12 +251,21 @@ def append_thought(
             )
     if seq is not None:
         state = SequenceState(seq.public_id, seq.status, seq.thought_count, get_branches(conn, seq.rowid))
-    if inp.parent_sequence_id is not None and get_sequence(conn, inp.parent_sequence_id) is None:
-        raise DomainError(
-            "sequence_not_found",
-            f"parentSequenceId {inp.parent_sequence_id} is not a sequence in your store; "
-            "pass the id of the parent agent's sequence or omit it.",
+    if inp.parent_sequence_id is not None:
+        if get_sequence(conn, inp.parent_sequence_id) is None:
+            raise DomainError(
+                "sequence_not_found",
+                f"parentSequenceId {inp.parent_sequence_id} is not a sequence in your store; "
+                "pass the id of the parent agent's sequence or omit it.",
+            )
+        check_parent(
+            seq.public_id if seq is not None else None,
+            seq.parent_public_id if seq is not None else None,
+            inp.parent_sequence_id,
+            lambda public_id: parent_of(conn, public_id),
         )
+    if inp.kind is not None and seq is not None:
+        check_kind(seq.public_id, seq.kind, inp.kind)
     thread_ids = _thread_ids(conn, inp.threads)
     finder = make_finder(conn, seq.rowid) if seq is not None else _no_thoughts
     try:
@@ -309,6 +326,8 @@ def append_thought(
         ),
     )
     thought_id = conn.last_insert_rowid()
+    # A different parent or kind was refused above (`check_parent`, `check_kind`): COALESCE only
+    # fills one not set yet.
     updates = "parent_public_id = COALESCE(parent_public_id, ?), kind = COALESCE(kind, ?), "
     conn.execute(
         f"UPDATE sequences SET status = ?, total_thoughts = ?, last_thought_number = ?, thought_count = ?, "

@@ -23,6 +23,7 @@ def header_json(header: SequenceHeader) -> dict[str, Any]:
         "createdAt": store.iso(seq.created_at),
         "updatedAt": store.iso(seq.updated_at),
         "parentSequenceId": seq.parent_public_id,
+        "kind": seq.kind,
         "childSequenceIds": list(header.child_sequence_ids),
         "threads": list(header.threads),
         "branches": [
