@@ -6,7 +6,9 @@ background work on (the agent pauses between thoughts, so after-commit work fini
 (Lambda). The suggestions are collected at threshold 0 (the best three, whatever their share),
 so every threshold is scored from one replay. A suggestion is right when it shares a topic with
 the new sequence (a thread is a topic); an opening "has an earlier related sequence" when one
-written before it shares a topic.
+written before it shares a topic. After each split, the openings that name no topic
+(`bench/topic_free_openings.py`) are written on top of it, one after another: any suggestion for
+one of them is wrong.
 
     python -m bench.eval_related [--splits train,dev] [--background on|off] [--json]
 
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.replay import load_split, oldest_first, replaying, write_sequence
+from bench.topic_free_openings import TOPIC_FREE_OPENINGS
 from thoughtline.library.related import LIMIT, THRESHOLD
 from thoughtline.library.related_open import RelatedOnOpen
 from thoughtline.mcp.library_tools import Library
@@ -44,17 +47,41 @@ class Opening:
     related_before: frozenset[str]  # earlier dataset sequences sharing a topic
 
 
-async def replay(data: Mapping[str, Any], data_dir: Path, background: bool) -> list[Opening]:
-    """Write every sequence in written order; collect the related block of each sequence's second thought."""
+@dataclass(frozen=True)
+class Replayed:
+    """A split's openings, and the topic-free openings written after it (none has a related sequence)."""
+
+    openings: list[Opening]
+    topic_free: list[Opening]
+
+
+def topic_free_sequences() -> list[dict[str, Any]]:
+    """The topic-free openings as dataset sequences of two thoughts, ready for `write_sequence`."""
+    out: list[dict[str, Any]] = []
+    for number, pair in enumerate(TOPIC_FREE_OPENINGS, start=1):
+        thoughts = [
+            {
+                "id": f"topic-free-{number}.{n}",
+                "thought": text,
+                "thoughtNumber": n,
+                "totalThoughts": 2,
+                "nextThoughtNeeded": n == 1,
+            }
+            for n, text in enumerate(pair, start=1)
+        ]
+        out.append({"id": f"topic-free-{number}", "thoughts": thoughts})
+    return out
+
+
+async def replay(data: Mapping[str, Any], data_dir: Path, background: bool) -> Replayed:
+    """Write every sequence in written order, then the topic-free openings; collect each second thought's `related`."""
     library = Library(background=background, related=RelatedOnOpen(background=background, threshold=0.0))
     topics: dict[str, set[str]] = {}
     by_public: dict[str, str] = {}
     openings: list[Opening] = []
     async with replaying(data_dir, USER, library, related=True) as run:
-        for seq in oldest_first(data):
-            run.clock.written(seq)
-            mine = set(seq["topics"])
-            before = frozenset(other for other, theirs in topics.items() if theirs & mine)
+
+        async def opening(seq: Mapping[str, Any], before: frozenset[str]) -> Opening:
             sequence_id: str | None = None
             suggested: list[tuple[str, float]] = []
             async for _, out in write_sequence(run.registry, seq):
@@ -65,9 +92,15 @@ async def replay(data: Mapping[str, Any], data_dir: Path, background: bool) -> l
                 await library.idle()  # the agent thinks between two calls: after-commit work is done
             if sequence_id is not None:
                 by_public[sequence_id] = str(seq["id"])
+            return Opening(str(seq["id"]), suggested, before)
+
+        for seq in oldest_first(data):
+            run.clock.written(seq)
+            mine = set(seq["topics"])
+            openings.append(await opening(seq, frozenset(o for o, theirs in topics.items() if theirs & mine)))
             topics[str(seq["id"])] = mine
-            openings.append(Opening(str(seq["id"]), suggested, before))
-    return openings
+        topic_free = [await opening(seq, frozenset()) for seq in topic_free_sequences()]
+    return Replayed(openings, topic_free)
 
 
 def score(openings: Sequence[Opening], threshold: float, limit: int = LIMIT) -> dict[str, float]:
@@ -109,16 +142,19 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     names = [s for s in args.splits.split(",") if s]
-    by_split: dict[str, list[Opening]] = {}
+    replayed: dict[str, Replayed] = {}
     with tempfile.TemporaryDirectory(prefix="thoughtline-related-") as tmp:
         for name in names:
-            by_split[name] = asyncio.run(replay(load_split(name), Path(tmp) / name, args.background == "on"))
+            replayed[name] = asyncio.run(replay(load_split(name), Path(tmp) / name, args.background == "on"))
+    by_split = {n: r.openings for n, r in replayed.items()}
     tunable = {n: o for n, o in by_split.items() if n != "test"}
     report: dict[str, Any] = {
         "background": args.background,
         "threshold": THRESHOLD,
         "calibrated": calibrate(tunable) if tunable else None,
         "shipped": {n: score(o, THRESHOLD) for n, o in by_split.items()},
+        # The share of topic-free openings that were given a suggestion at the shipped threshold.
+        "topicFree": {n: score(r.topic_free, THRESHOLD)["suggestedWithoutRelated"] for n, r in replayed.items()},
     }
     if not args.json:
         print(f"background {args.background}; shipped threshold {THRESHOLD}; calibrated on {list(tunable)}: "
@@ -137,6 +173,9 @@ def main() -> None:
                 f"openings with an earlier related sequence · suggested on {m['suggestedWithoutRelated']:.3f} of "
                 f"{m['openingsWithout']:.0f} without · {m['suggestions']:.0f} suggestions"
             )
+            free = replayed[n].topic_free
+            named = round(report["topicFree"][n] * len(free))
+            print(f"{n}: topic-free openings written after it given a suggestion: {named} of {len(free)}")
     else:
         print(json.dumps(report, indent=2))
 

@@ -1,4 +1,7 @@
-"""The openings the related-reasoning tests write: an earlier leak, an unrelated loaf, a new opening on the leak."""
+"""The openings the related-reasoning tests write: an earlier leak, an unrelated loaf, a new opening on the leak.
+
+And an invoice sequence that opens with reasoning scaffolding, and openings made of nothing else.
+"""
 
 from __future__ import annotations
 
@@ -19,3 +22,11 @@ UNRELATED = [
     "Choosing paint for the hallway: the north light makes warm whites look grey.",
     "Testing three sample pots on the wall by the stairs over a week of mornings and evenings.",
 ]
+INVOICE = [
+    "Let me restate the problem: the invoice CSV export drops rows with commas.",
+    "Next, list the constraints: quoting must follow RFC 4180.",
+    "Conclusion: quote every field.",
+]
+# Openings that name no topic: every word is reasoning scaffolding.
+RESTATED = ["Let me restate the problem.", "Next, list the constraints."]
+NUMBERED = ["first", "second"]

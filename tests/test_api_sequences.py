@@ -116,6 +116,48 @@ async def test_a_sequences_kind_is_read_back_everywhere_and_set_once(app: Served
         assert {r["sequenceId"]: r["kind"] for r in result["results"]} == {seq: "debug", plain: None}, by
 
 
+async def test_a_walk_in_created_order_meets_every_sequence_once_while_sequences_change_between_pages(
+    app: Served,
+) -> None:
+    async with connected(app) as client:
+        written = []
+        for i in range(7):
+            app.clock.advance(0.001)
+            written.append(await think(client, f"sequence {i}"))
+        async with api_client(app) as api:
+            seen: list[str] = []
+            first = body(await api.get("/sequences", params={"limit": "2", "order": "created"}))
+            seen += [s["sequenceId"] for s in first["sequences"]]
+            # Between two pages: pause one not listed yet, write to another, start a new one.
+            app.clock.advance(0.001)
+            body(await api.post(f"/sequences/{written[4]}/pause"))
+            await think(client, "more", 2, sequenceId=written[5])
+            app.clock.advance(0.001)
+            started = await think(client, "a new sequence")
+            cursor = first["nextCursor"]
+            while cursor:
+                page = body(await api.get("/sequences", params={"limit": "2", "order": "created", "cursor": cursor}))
+                seen += [s["sequenceId"] for s in page["sequences"]]
+                cursor = page["nextCursor"]
+    assert seen == [*written, started]
+
+
+async def test_a_list_cursor_is_refused_with_the_other_order_and_an_unknown_order_is_refused(app: Served) -> None:
+    async with connected(app) as client:
+        for i in range(3):
+            await think(client, f"sequence {i}")
+    async with api_client(app) as api:
+        by_update = body(await api.get("/sequences", params={"limit": "1"}))["nextCursor"]
+        by_creation = body(await api.get("/sequences", params={"limit": "1", "order": "created"}))["nextCursor"]
+        crossed = refusal(await api.get("/sequences", params={"cursor": by_update, "order": "created"}), 400)
+        back = refusal(await api.get("/sequences", params={"cursor": by_creation, "order": "updated"}), 400)
+        unknown = refusal(await api.get("/sequences", params={"order": "newest"}), 400)
+    again = "; pass the same 'order', or start again."
+    assert crossed == ("invalid_input", "'cursor' was issued for 'order' 'updated'" + again)
+    assert back == ("invalid_input", "'cursor' was issued for 'order' 'created'" + again)
+    assert unknown == ("invalid_input", "'order' must be one of updated, created; got 'newest'.")
+
+
 async def test_history_is_the_tools_shape_and_pages_with_its_cursor(app: Served) -> None:
     async with connected(app) as client:
         seq = await think(client, "one")

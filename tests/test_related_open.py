@@ -11,9 +11,10 @@ from mcp import Client
 
 from tests.oauth_support import TOKEN as OWNER_TOKEN
 from tests.oauth_support import running_stack, sign_in
-from tests.related_notes import BREAD, LEAK, OPENING, UNRELATED
+from tests.related_notes import BREAD, INVOICE, LEAK, NUMBERED, OPENING, RESTATED, UNRELATED
 from tests.support import TOKEN, mcp_client, serve_in_thread, structured, text
 from thoughtline.config import Settings
+from thoughtline.library.related import THRESHOLD
 from thoughtline.web.app import create_app
 
 pytestmark = pytest.mark.anyio
@@ -65,7 +66,7 @@ async def test_the_second_thought_names_the_related_earlier_sequence(tmp_path: P
     assert card["status"] == "completed"
     assert card["snippet"] == LEAK[2]  # its conclusion
     assert card["updatedAt"].endswith("Z")
-    assert 0.22 <= card["similarity"] <= 1.0
+    assert THRESHOLD <= card["similarity"] <= 1.0
     line = f'Related earlier reasoning: "{LEAK[0][:79].rstrip()}…" ({leak_id}); read it with get_thought_history.'
     assert line in second["text"].splitlines()
     # The line sits with the notes, before the thought.
@@ -92,6 +93,18 @@ async def test_an_unrelated_opening_carries_no_related_field(tmp_path: Path) -> 
             opening = await write(client, UNRELATED, final=False)
     assert all("related" not in call["structured"] for call in opening)
     assert all("Related earlier reasoning" not in call["text"] for call in opening)
+
+
+async def test_an_opening_of_reasoning_scaffolding_is_told_of_no_earlier_sequence(tmp_path: Path) -> None:
+    with serve(tmp_path) as server:
+        async with mcp_client(server.base_url) as client:
+            await write(client, INVOICE)  # holds every word of RESTATED
+            restated = await write(client, RESTATED, final=False)
+            await write(client, ["first step, check the garden hose"], final=False)
+            numbered = await write(client, NUMBERED, final=False)
+    for opening in (restated, numbered):
+        assert all("related" not in call["structured"] for call in opening)
+        assert all("Related earlier reasoning" not in call["text"] for call in opening)
 
 
 async def test_a_sequence_never_names_itself_even_when_it_repeats_an_earlier_opening(tmp_path: Path) -> None:
@@ -124,6 +137,7 @@ async def test_a_deleted_sequence_is_never_named(tmp_path: Path) -> None:
             kept = await write(client, LEAK)
             twin = await write(client, LEAK)
             await write(client, BREAD)  # so the twin's row is not the newest one
+            await write(client, UNRELATED)  # with only three, two twins' shared words are too common to count
             twin_id = twin[0]["structured"]["sequenceId"]
             await client.call_tool("delete_thought_sequence", {"sequenceId": twin_id, "confirm": True})
             opening = await write(client, OPENING, final=False)

@@ -26,18 +26,23 @@ from thoughtline.wire.sequences import deletion_json, page_json, transition_json
 
 MAX_LIMIT = 50
 DEFAULT_LIMIT = 20
-_LIST_FIELDS = frozenset({"status", "thread", "limit", "cursor"})
+_LIST_FIELDS = frozenset({"status", "thread", "limit", "cursor", "order"})
 _HISTORY_FIELDS = frozenset({"cursor", "limit", "order", "branchId", "maxCharacters"})
 
 
 async def list_sequences(call: Call) -> Response:
-    """GET /sequences: most recently updated first (`status`, `thread`, `limit` ≤ 50, `cursor`)."""
+    """GET /sequences: most recently updated first, or oldest created first with `order=created`.
+
+    Also `status`, `thread`, `limit` ≤ 50 and `cursor`; a client that walks every page to enumerate
+    its sequences asks for `order=created`, whose paging key never changes (docs/api.md, "Paging").
+    """
     args = call.query(_LIST_FIELDS)
     status = optional_one_of(args, "status", STATUSES)
     thread = coerce_str(args, "thread", max_chars=128)
     limit = coerce_int(args, "limit", high=MAX_LIMIT) or DEFAULT_LIMIT
     cursor = coerce_str(args, "cursor", max_chars=500)
-    return ok(page_json(await sequences.list_sequences(call.store, status, thread, limit, cursor)))
+    order = optional_one_of(args, "order", sequences.LIST_ORDERS) or sequences.DEFAULT_ORDER
+    return ok(page_json(await sequences.list_sequences(call.store, status, thread, limit, cursor, order)))
 
 
 async def read_sequence(call: Call) -> Response:

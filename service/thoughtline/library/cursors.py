@@ -21,12 +21,22 @@ class Purpose(Enum):
 
     HISTORY = "thoughtline.mcp.history.v1"
     PROPOSALS = "thoughtline.mcp.proposals.v1"
-    SEQUENCES = "thoughtline.sequences.v1"
+    SEQUENCES = "thoughtline.sequences.v1"  # the sequence list, most recently updated first
+    SEQUENCES_CREATED = "thoughtline.sequences.created.v1"  # the sequence list, oldest created first
 
 
 def issue(secret: str, purpose: Purpose, payload: list[Any]) -> str:
     """A cursor carrying `payload` (JSON values) for `purpose`."""
     return str(URLSafeSerializer(secret, salt=purpose.value).dumps(payload))
+
+
+def issued_for(secret: str, purpose: Purpose, token: str) -> bool:
+    """Whether `token` is a cursor issued for `purpose` (so a refusal can name what it was issued for)."""
+    try:
+        URLSafeSerializer(secret, salt=purpose.value).loads(token)
+    except BadSignature:
+        return False
+    return True
 
 
 def read(secret: str, purpose: Purpose, token: str, length: int) -> list[Any]:

@@ -3,10 +3,13 @@
 Pure code, no SQLite and no model. The evidence is the words an opening shares with each earlier
 sequence, weighted by how rare each word is among the user's sequences: an opening that names
 "bellhop", "OOMKilled" and "heap snapshot" is about the sequence that did, whatever their wording
-around it. `similarity` is the share of the opening's weight that an earlier sequence also holds
-(0 to 1). Measured on the reasoning set's train and dev replays (docs/related.md), this beat
-MiniLM cosines of the first thought and gained nothing from adding them, so the evidence needs
-no vector and no model: it is there on a fresh Lambda as on a laptop.
+around it. Words any reasoning uses ("restate the problem", "list the constraints", "first",
+"next step") are no evidence at all, and an opening with little evidence cannot claim much:
+`similarity` is the share of the opening's weight that an earlier sequence also holds, counting
+the opening as at least MIN_EVIDENCE words (0 to 1). Measured on the reasoning set's train and
+dev replays (docs/related.md), this beat MiniLM cosines of the first thought and gained nothing
+from adding them, so the evidence needs no vector and no model: it is there on a fresh Lambda as
+on a laptop.
 
 `TermIndex` is the in-memory form of that evidence for one store: each sequence's words and each
 word's sequences, folded in thought id order (`library/related_open.py` decides when, and how
@@ -26,8 +29,15 @@ _WORD = re.compile(r"\w\w+", re.UNICODE)  # two characters or more
 
 # Calibrated on the train and dev replays only (bench/eval_related.py): the lowest share whose
 # precision stays at or above 0.95 on both; test is reported, never tuned on.
-THRESHOLD = 0.22
+THRESHOLD = 0.20
 LIMIT = 3
+# The least evidence an opening counts as holding, in words only it holds (each weighs 1): a short
+# or generic opening's share is of this much, so two or three shared words, however well matched,
+# never make a high share, and a suggestion needs at least THRESHOLD * MIN_EVIDENCE (3.2) words of
+# shared evidence. Chosen on train and dev: of none and 14-20, the one whose calibrated threshold
+# gives the best recall on the worse of the two (dev 0.733; none: 0.693). From 14 up, none of the
+# topic-free openings (bench/topic_free_openings.py) is given a suggestion.
+MIN_EVIDENCE = 16.0
 # How an opening is read: its first two thoughts. The first alone is often a bare restatement
 # ("Going through expenses properly."); the second names what it is about (recall 0.44 -> 0.76
 # at equal precision on train).
@@ -46,16 +56,42 @@ WORD_BYTES = 300
 SEQUENCE_BYTES = 1_500
 
 
+# The scaffolding of reasoning itself: its steps, acts and objects, and the thinking voice. An agent
+# writes them whatever the subject ("Let me restate the problem. Next, list the constraints."), so
+# they say nothing about which earlier sequence an opening is about; in a store of a few sequences
+# their rarity cannot show that either. Written by hand from what reasoning text does; the train
+# and dev replays only chose it over a longer list that also held words topics use ("plan",
+# "check", "review", "key"). The pieces contractions leave ("doesn't" -> "doesn") are here too.
+# Each word is checked as written and after the plural fold ("constraints" -> "constraint").
+SCAFFOLDING = frozenset(
+    """
+    first second third fourth fifth next last finally step start begin continue recap summary
+    summarize summarise conclusion conclude overview outline list
+    think thinking thought reason reasoning consider reconsider analyze analyse analysis evaluate
+    assess decide decided decision understand figure identify determine compare weigh verify confirm
+    restate rephrase clarify explore examine
+    problem question task goal constraint requirement assumption option alternative approach idea
+    hypothesis hypotheses evidence fact detail situation context outcome tradeoff pro con criteria
+    criterion factor aspect unknown
+    okay ok hmm maybe perhaps probably actually basically really seem seemed need want know
+    ll re ve don doesn didn isn wasn won aren shouldn couldn wouldn hasn haven hadn weren
+    """.split()  # noqa: SIM905  # a word list reads better as prose than as 110 quoted strings
+)
+_NOT_EVIDENCE = STOPWORDS | SCAFFOLDING
+
+
 def terms(text: str) -> set[str]:
-    """The words of `text` that can carry a topic: no stopwords, no single characters, plurals folded."""
+    """The words of `text` that can carry a topic: no stopwords or scaffolding, no single characters, plurals folded."""
     out: set[str] = set()
     for word in _WORD.findall(text.lower()):
-        if word in STOPWORDS:
+        if word in _NOT_EVIDENCE:
             continue
         # A crude plural fold ("runbooks" -> "runbook", "class" stays): cheaper than a stemmer,
         # and this index is built without SQLite's porter tokenizer.
         if len(word) > 3 and word[-1] == "s" and word[-2] != "s":
             word = word[:-1]
+            if word in _NOT_EVIDENCE:  # "constraints", "options", "others"
+                continue
         out.add(word)
     return out
 
@@ -134,8 +170,13 @@ class TermIndex:
         """Other sequences' shares of sequence `key`'s word weight, best first (empty when it has no words).
 
         The opening is the sequence's folded words plus those of `more` (a thought not folded
-        yet). A word's weight is its rarity among the other sequences, log((N + 1) / (df + 1)),
-        so a word every sequence uses weighs nearly nothing and the sequence never counts itself.
+        yet). A word's weight is its rarity among the N other sequences, log((N + 2) / (df + 1))
+        with df of them holding it, over log(N + 2), its value for a word no other sequence holds:
+        1 for such a word, nearly 0 for one every sequence uses, whatever the store's size (so
+        MIN_EVIDENCE means the same in a store of ten sequences as in one of a thousand); the
+        sequence never counts itself.
+        A share is the weight a sequence holds over the opening's, or over MIN_EVIDENCE when the
+        opening weighs less: a few words, however well matched, are not enough to name a sequence.
         Every sequence whose share reaches `at_least` is listed with its exact share; others may
         be left out: words are taken rarest first, and once the words left weigh less than
         `at_least` of the whole, a sequence not met yet cannot reach it, so the long posting lists
@@ -145,18 +186,20 @@ class TermIndex:
         if not opening:
             return []
         others = len(self.terms_of) - (1 if key in self.terms_of else 0)
+        unique = math.log(others + 2)  # > 0: at least log 2
         none: set[int] = set()
         weighted: list[tuple[float, str, set[int]]] = []
         for word in opening:
             holders = self.postings.get(word, none)
             holding = len(holders) + (0 if key in holders else 1)  # the opening holds it too
-            weighted.append((math.log((others + 2) / holding), word, holders))
+            weighted.append((math.log((others + 2) / holding) / unique, word, holders))
         weighted.sort(key=lambda item: (-item[0], item[1]))
         total = sum(weight for weight, _, _ in weighted)
         if total <= 0.0:
             return []
+        whole = max(total, MIN_EVIDENCE)
         # A hair below the floor, so float rounding never drops a sequence that reaches it exactly.
-        remaining, floor = total, at_least * total * (1 - 1e-9)
+        remaining, floor = total, at_least * whole * (1 - 1e-9)
         found: dict[int, float] = {}
         for weight, _, holders in weighted:
             if weight > 0.0 and holders:
@@ -168,7 +211,7 @@ class TermIndex:
                     # Only sequences that can still reach the floor are followed further.
                     found = {h: w + weight if h in holders else w for h, w in found.items() if w + remaining >= floor}
             remaining -= weight
-        return sorted(((k, w / total) for k, w in found.items()), key=lambda kv: (-kv[1], -kv[0]))
+        return sorted(((k, w / whole) for k, w in found.items()), key=lambda kv: (-kv[1], -kv[0]))
 
 
 def choose(

@@ -1,13 +1,14 @@
 """Sequence operations outside the write path: listing, lifecycle actions and deletion (SPEC §2.3, §5.2).
 
-The one implementation behind `manage_sequence`, `delete_thought_sequence` and the REST sequence
-routes, with typed results. Listing pages with a signed cursor (`library/cursors.py`, purpose
-SEQUENCES) bound to its filters.
+The one implementation behind `manage_sequence`, `delete_thought_sequence`, the REST sequence
+routes and the library pages, with typed results. Listing pages with a signed cursor
+(`library/cursors.py`, one purpose per order) bound to its filters.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
@@ -26,11 +27,16 @@ from thoughtline.storage.thoughts import SequenceRow
 # The lifecycle actions and the status each one sets.
 TARGET_STATUS = {"pause": "paused", "resume": "active", "complete": "completed", "abandon": "abandoned"}
 LIFECYCLE_ACTIONS = tuple(TARGET_STATUS)
+# The orders a listing offers (`storage.lifecycle.LIST_ORDERS`): "updated" for a person looking for
+# recent work, "created" for a client walking every page, whose key never moves.
+LIST_ORDERS = lifecycle_store.LIST_ORDERS
+DEFAULT_ORDER = "updated"
+_CURSOR_PURPOSE = {"updated": cursors.Purpose.SEQUENCES, "created": cursors.Purpose.SEQUENCES_CREATED}
 
 
 @dataclass(frozen=True)
 class SequencePage:
-    """Most recently updated sequences first, and the cursor of the next page (None on the last)."""
+    """A page of sequences in the order asked for, and the cursor of the next page (None on the last)."""
 
     sequences: tuple[SequenceSummary, ...]
     next_cursor: str | None
@@ -59,9 +65,21 @@ def _thread_not_found(name: str) -> DomainError:
 
 
 async def list_sequences(
-    opened: UserStore, status: str | None, thread: str | None, limit: int, cursor: str | None
+    opened: UserStore,
+    status: str | None,
+    thread: str | None,
+    limit: int,
+    cursor: str | None,
+    order: str = DEFAULT_ORDER,
 ) -> SequencePage:
-    """A page of recent sequences; the cursor continues the same filters."""
+    """A page of sequences in `order` (one of LIST_ORDERS); the cursor continues the same filters and order.
+
+    Walking every page in "created" order returns each sequence that exists throughout the walk
+    exactly once, however the sequences change meanwhile. In "updated" order a sequence written to
+    (or paused, completed, ...) during the walk moves above the cursor and the rest of the walk does
+    not show it (docs/api.md, "Paging").
+    """
+    purpose = _CURSOR_PURPOSE[order]
 
     def read(conn: apsw.Connection) -> SequencePage:
         if thread is not None and not search_store.thread_exists(conn, thread):
@@ -70,26 +88,35 @@ async def list_sequences(
         secret = store.cursor_secret(conn)
         after = None
         if cursor is not None:
-            bound_status, bound_thread, updated_at, rowid = cursors.read(secret, cursors.Purpose.SEQUENCES, cursor, 4)
+            bound_status, bound_thread, key, rowid = _read_cursor(secret, purpose, cursor, order)
             if (bound_status, bound_thread) != (status, found):
                 raise invalid(
                     "'cursor' was issued for other 'status' or 'thread' filters; pass the same ones, or start again."
                 )
-            after = (int(updated_at), int(rowid))
-        rows = lifecycle_store.sequences_page(conn, status, thread, after, limit + 1)
+            after = (int(key), int(rowid))
+        rows = lifecycle_store.sequences_page(conn, status, thread, order, after, limit + 1)
         shown = rows[:limit]
         token = None
         if len(rows) > limit and shown:
             last = shown[-1]
-            token = cursors.issue(secret, cursors.Purpose.SEQUENCES, [status, found, last.updated_at, last.rowid])
+            key = last.created_at if order == "created" else last.updated_at
+            token = cursors.issue(secret, purpose, [status, found, key, last.rowid])
         return SequencePage(tuple(shown), token)
 
     return await opened.read(read)
 
 
+def _read_cursor(secret: str, purpose: cursors.Purpose, cursor: str, order: str) -> list[Any]:
+    """The payload of a list cursor for `order`; a cursor of the other order is refused by name."""
+    for other, other_purpose in _CURSOR_PURPOSE.items():
+        if other != order and cursors.issued_for(secret, other_purpose, cursor):
+            raise invalid(f"'cursor' was issued for 'order' {other!r}; pass the same 'order', or start again.")
+    return cursors.read(secret, purpose, cursor, 4)
+
+
 async def recent_sequences(opened: UserStore, status: str | None, thread: str | None, limit: int) -> SequencePage:
-    """`manage_sequence list`: the first page of `list_sequences`."""
-    return await list_sequences(opened, status, thread, limit, None)
+    """`manage_sequence list`: the first page of `list_sequences`, most recently updated first."""
+    return await list_sequences(opened, status, thread, limit, None, DEFAULT_ORDER)
 
 
 async def change_status(opened: UserStore, sequence_id: str, action: str, now_ms: int) -> Transition:

@@ -47,23 +47,41 @@ def set_status(conn: apsw.Connection, sequence_id: str, status: str, now_ms: int
     return changed
 
 
+# How a sequence list is ordered, and the SQL of each: the paging key's columns and its direction.
+# "updated" (most recently updated first) is what a person looks for; its key moves when a sequence
+# is written to or changes status. "created" (oldest first) pages on a key that never changes, so a
+# walk through every page meets each sequence exactly once.
+LIST_ORDERS = ("updated", "created")
+_ORDERED = {
+    "updated": ("(updated_at, id) < (?2, ?3)", "ORDER BY updated_at DESC, id DESC"),
+    "created": ("(created_at, id) > (?2, ?3)", "ORDER BY created_at, id"),
+}
+
+
 def sequences_page(
-    conn: apsw.Connection, status: str | None, thread: str | None, after: tuple[int, int] | None, limit: int
+    conn: apsw.Connection,
+    status: str | None,
+    thread: str | None,
+    order: str,
+    after: tuple[int, int] | None,
+    limit: int,
 ) -> list[SequenceSummary]:
-    """Most recently updated sequences first, optionally of one status or in a thread, keyed for paging.
+    """A page of sequences in `order` (one of LIST_ORDERS), optionally of one status or in a thread.
 
     `thread` is a thread's name (any case); only its confirmed members are listed. A page holds the
-    sequences after (updated_at, row id) `after`, or the newest when it is None. The key is
-    (updated_at, id) descending, so a page boundary never repeats or skips a sequence that did not
-    change meanwhile; one updated while a client pages moves to the top.
+    sequences past `after`, the (updated_at or created_at, row id) key of the previous page's last
+    sequence, or the first ones when it is None. Keyset paging never repeats or skips a sequence
+    whose key did not change meanwhile: in "created" order no key ever changes; in "updated" order a
+    sequence updated while a client pages moves to the top, before the cursor, and the rest of the
+    walk does not show it.
     """
+    after_key, ordering = _ORDERED[order]
     found = conn.execute(
         "SELECT public_id, title, status, thought_count, parent_public_id, created_at, updated_at, id, kind "
         "FROM sequences WHERE (?1 IS NULL OR status = ?1) "
-        "AND (?2 IS NULL OR (updated_at, id) < (?2, ?3)) "
+        f"AND (?2 IS NULL OR {after_key}) "
         "AND (?4 IS NULL OR id IN (SELECT m.sequence_id FROM thread_members m JOIN threads th ON th.id = m.thread "
-        "WHERE th.name_key = ?4)) "
-        "ORDER BY updated_at DESC, id DESC LIMIT ?5",
+        f"WHERE th.name_key = ?4)) {ordering} LIMIT ?5",
         (
             status,
             None if after is None else after[0],
