@@ -58,6 +58,11 @@ async def test_a_person_finds_reads_reviews_pins_and_archives(tmp_path: Path) ->
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        # The console names a failed load without its address; this names it (a 404 seen once in CI).
+        page.on(
+            "response",
+            lambda r: errors.append(f"{r.request.method} {r.url} -> {r.status}") if r.status >= 400 else None,
+        )
 
         await page.get_by_role("searchbox").fill("invalidation publish")
         await page.keyboard.press("Enter")
