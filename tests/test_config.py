@@ -68,6 +68,10 @@ def test_an_unset_token_closes_the_bearer_door_and_says_why() -> None:
         ("THOUGHTLINE_RELATED", "sometimes"),
         ("THOUGHTLINE_PUBLIC_URL", "thoughts.example.com"),
         ("PORT", "eighty"),
+        # int() reads these as numbers; a setting is the digits 0-9 alone.
+        ("PORT", "\u0668\u0660\u0668\u0660"),
+        ("THOUGHTLINE_MAX_OPEN_STORES", "1_000"),
+        ("THOUGHTLINE_MAX_OPEN_STORES", "+64"),
         ("THOUGHT_RETENTION_DAYS", "-1"),
         ("THOUGHTLINE_MAX_BODY_BYTES", "10"),
         # Past these a value reached a fixed-width number (a SQLite integer, a C int, a float) and

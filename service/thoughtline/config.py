@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,6 +36,8 @@ MAX_MALLOC_ARENAS = 1_024
 MAX_TIMEOUT_SECONDS = 86_400  # a day
 MAX_REGISTRATIONS_PER_HOUR = 1_000_000
 
+_WHOLE = re.compile(r"-?[0-9]+")
+
 Journal = Literal["wal", "truncate"]
 
 
@@ -55,10 +58,10 @@ def _int(
     raw = environ.get(name, "").strip()
     if not raw:
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingsError(f"{name}={raw!r} is not a whole number; set it to e.g. {default}.") from None
+    # ASCII digits only: int() also reads "1_000", other scripts' digits and a leading "+".
+    if not _WHOLE.fullmatch(raw):
+        raise SettingsError(f"{name}={raw[:40]!r} is not a whole number (digits 0-9); set it to e.g. {default}.")
+    value = int(raw)
     unit = f" {unit}" if unit else ""
     allowed = f"from {minimum} to {maximum}{unit}" if maximum is not None else f"to {minimum}{unit} or more"
     shown = raw if len(raw) <= 24 else f"{raw[:20]}… ({len(raw)} characters)"
