@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from mcp import Client
 
 from tests.api_support import api_client, body, refusal
 from tests.support import structured, text
@@ -21,12 +22,18 @@ def app(settings: Settings) -> Iterator[Served]:
         yield running
 
 
+async def sequences_apart(app: Served, client: Client, count: int) -> list[str]:
+    """Start `count` sequences a millisecond apart (distinct times, so each order is decided by time)."""
+    written = []
+    for i in range(count):
+        app.clock.advance(0.001)
+        written.append(await think(client, f"sequence {i}"))
+    return written
+
+
 async def test_the_list_pages_through_every_sequence_once_newest_first(app: Served) -> None:
     async with connected(app) as client:
-        written = []
-        for i in range(5):
-            app.clock.advance(0.001)
-            written.append(await think(client, f"sequence {i}"))
+        written = await sequences_apart(app, client, 5)
     async with api_client(app) as api:
         first = body(await api.get("/sequences", params={"limit": "2"}))
         seen = [s["sequenceId"] for s in first["sequences"]]
@@ -120,10 +127,7 @@ async def test_a_walk_in_created_order_meets_every_sequence_once_while_sequences
     app: Served,
 ) -> None:
     async with connected(app) as client:
-        written = []
-        for i in range(7):
-            app.clock.advance(0.001)
-            written.append(await think(client, f"sequence {i}"))
+        written = await sequences_apart(app, client, 7)
         async with api_client(app) as api:
             seen: list[str] = []
             first = body(await api.get("/sequences", params={"limit": "2", "order": "created"}))
