@@ -16,7 +16,7 @@ import pytest
 
 from tests.embedder_support import Wrapping
 from tests.golden.harness import LibraryHarness, library_harness
-from tests.support import TOKEN, mcp_client, serve_in_thread
+from tests.support import TOKEN, mcp_client, serve_in_thread, text
 from thoughtline.config import Settings
 from thoughtline.identity import OWNER_KEY
 from thoughtline.library.embed import MiniLMEmbedder, Vectors
@@ -112,6 +112,61 @@ async def test_a_search_embeds_a_bounded_batch_and_finds_the_rest_by_keyword(
     assert len(counting.embedded()) <= 8
     assert out["unindexedThoughts"] == 20 - len(counting.embedded())
     assert finds(out, 19)  # not embedded yet: found by keyword
+
+
+MIGRATION = "We chose PostgreSQL logical replication for the zero-downtime migration of the billing database"
+MIGRATION_QUESTION = "how did we move the invoices DB to a new server without downtime"
+
+
+async def test_a_search_never_abstains_while_thoughts_wait_for_vectors(
+    lambda_like: LibraryHarness, counting: CountingEmbedder
+) -> None:
+    await write_notes(lambda_like, 20)
+    await lambda_like.write_sequence([MIGRATION])  # the answer, written last: beyond the inline batch
+    result = await lambda_like.call("search_thoughts", {"query": MIGRATION_QUESTION})
+    out = result.structured_content
+    assert out is not None
+    assert out["abstained"] is False
+    assert out["unindexedThoughts"] == 21 - len(counting.embedded()) > 0
+    assert any(r["snippet"].startswith("We chose PostgreSQL") for r in out["results"])
+    assert "Note: 13 recent thoughts are not indexed for meaning yet" in text(result)
+
+
+async def test_a_search_with_every_thought_indexed_may_still_abstain(
+    lambda_like: LibraryHarness, counting: CountingEmbedder
+) -> None:
+    # The control of the test above: the same store, all embedded, and a question it holds nothing for.
+    await write_notes(lambda_like, 4)
+    out = await lambda_like.ok("search_thoughts", {"query": MIGRATION_QUESTION})
+    assert "unindexedThoughts" not in out
+    assert out == {"results": [], "abstained": True, "by": "thought"}
+
+
+class SlowFirstBatch(CountingEmbedder):
+    """Moves the library's clock as embedding would take: the first batch also loads the model."""
+
+    def __init__(self, inner: MiniLMEmbedder, clock: StepClock) -> None:
+        super().__init__(inner)
+        self.clock = clock
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed for real, and charge 5 s for the first batch of bodies, 0.2 s for each later one."""
+        out = super().embed(texts)
+        if any(t.startswith(NOTE) for t in texts):
+            self.clock.t += 5.0 if len(self.body_batches) == 1 else 0.2
+        return out
+
+
+async def test_loading_the_model_is_not_charged_to_a_searchs_embedding_budget(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    clock = StepClock()
+    slow = SlowFirstBatch(embedder, clock)
+    async with library_harness(tmp_path / "data", slow, background=False, monotonic=clock) as h:
+        await write_notes(h, 70)
+        out = await h.ok("search_thoughts", {"query": "codeword69"})
+        assert "unindexedThoughts" not in out  # 3 batches: one loading the model, two within 1 s
+        assert len(slow.embedded()) == 70
 
 
 async def test_with_background_work_off_nothing_is_scheduled_after_a_commit(

@@ -198,6 +198,34 @@ async def test_status_and_time_filters_restrict_results(h: LibraryHarness) -> No
     assert {r["sequenceId"] for r in (await search_for(h, query, until=cut))["results"]} == {early}
 
 
+async def test_a_date_alone_as_until_includes_that_whole_day(h: LibraryHarness) -> None:
+    # The harness clock stands at 2026-03-31T23:33:20Z: late on the day the filter names.
+    seq = await h.write_sequence(["Kubernetes pod eviction caused by memory pressure on the node pool."])
+    query = "kubernetes pod eviction memory"
+    for dates in ({"until": "2026-03-31"}, {"since": "2026-03-31", "until": "2026-03-31"}):
+        out = await search_for(h, query, **dates)
+        assert [r["sequenceId"] for r in out["results"]] == [seq], dates
+    assert (await search_for(h, query, until="2026-03-30"))["results"] == []
+
+
+async def test_filters_that_leave_no_thought_say_so_rather_than_abstain(h: LibraryHarness) -> None:
+    await h.write_sequence(["Kubernetes pod eviction caused by memory pressure on the node pool."])
+    args = {"query": "kubernetes pod eviction memory", "status": "abandoned", "until": "2026-03-30"}
+    result = await h.call("search_thoughts", args)
+    assert result.structured_content == {"results": [], "abstained": False, "by": "thought"}
+    assert text(result) == (
+        "No stored thoughts match these filters: status abandoned, written at or before "
+        "2026-03-30T23:59:59.999Z; widen or drop them."
+    )
+
+
+async def test_an_unknown_sequence_filter_is_reported_as_sequence_not_found(h: LibraryHarness) -> None:
+    await h.write_sequence(["Kubernetes pod eviction caused by memory pressure on the node pool."])
+    result = await h.call("search_thoughts", {"query": "pod eviction", "sequenceId": "seq_" + "a" * 32})
+    assert result.is_error
+    assert text(result).startswith("sequence_not_found: no sequence seq_aaaa")
+
+
 async def test_bad_search_arguments_are_refused_with_the_field_named(h: LibraryHarness) -> None:
     cases: list[tuple[dict[str, Any], str]] = [
         ({}, "'query' is required"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time
 from typing import Any, Literal, get_args
 
 from thoughtline.domain.thread_names import MAX_DESCRIPTION
@@ -123,12 +123,23 @@ _FIRST_INSTANT_MS = int(datetime(1, 1, 1, tzinfo=UTC).timestamp() * 1000)
 _LAST_INSTANT_MS = int(datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC).timestamp() * 1000)
 
 
-def parse_instant(args: Mapping[str, Any], field: str) -> int | None:
-    """An optional ISO-8601 date or time field as epoch milliseconds; no zone means UTC."""
+def parse_instant(args: Mapping[str, Any], field: str, *, end_of_day: bool = False) -> int | None:
+    """An optional ISO-8601 date or time field as epoch milliseconds; no zone means UTC.
+
+    With `end_of_day` (an inclusive upper bound such as a search's `until`) a date without a
+    time stands for that day's last millisecond, so "until 2026-12-03" includes the 3rd.
+    """
     raw = coerce_str(args, field, max_chars=64)
     if raw is None:
         return None
     text = raw.strip()
+    if end_of_day:
+        try:
+            day = date.fromisoformat(text)
+        except ValueError:
+            pass  # not a bare date: read as a time below
+        else:
+            return int(datetime.combine(day, time.max, tzinfo=UTC).timestamp() * 1000)
     # Python 3.11's fromisoformat reads a trailing Z, but not a lowercase z; RFC 3339 allows both.
     try:
         parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)

@@ -88,6 +88,7 @@ class AfterCommitWork:
         self._monotonic = monotonic
         self._embedder: Embedder | None = None
         self._model_id: str | None = None
+        self._model_loaded = False  # whether an embedding batch has run (the first one loads the model)
         self._indexes: dict[str, DenseIndex] = {}  # least recently searched first
         # One thread for the process's big products: a 100k-thought store's product is split
         # with it (onnxruntime leaves the GIL); its thread starts on the first such product.
@@ -221,45 +222,62 @@ class AfterCommitWork:
         the queue to storing the vectors, so a concurrent caller (search or background) reads the
         queue only after this batch left it.
         """
+        async with self._claim(opened):
+            return await self._backfill_claimed(opened, limit)
+
+    async def _backfill_claimed(self, opened: UserStore, limit: int) -> int:
+        """`backfill`'s work; the caller holds the store's claim."""
         from thoughtline.library import vectors
 
-        async with self._claim(opened):
-            current = await self.model_id()
-            # A store embedded by another model is queued again whole before anything is added.
-            await model_identity.ensure(opened, current)
-            pending = await opened.read(lambda conn: vectors.collect_pending(conn, limit))
-            if not pending:
-                return 0
-            rows = await asyncio.to_thread(vectors.embed_pending, self.embedder(), pending)
-            return await opened.write(lambda conn: search_store.store_vectors(conn, rows, made_by=current))
+        current = await self.model_id()
+        # A store embedded by another model is queued again whole before anything is added.
+        await model_identity.ensure(opened, current)
+        pending = await opened.read(lambda conn: vectors.collect_pending(conn, limit))
+        if not pending:
+            return 0
+        rows = await asyncio.to_thread(vectors.embed_pending, self.embedder(), pending)
+        self._model_loaded = True
+        return await opened.write(lambda conn: search_store.store_vectors(conn, rows, made_by=current))
 
     async def embed_for_search(self, opened: UserStore) -> int:
         """Vectors a search needs now, bounded; returns how many thoughts were embedded.
 
-        Skipped while another path holds the store's claim (background work is on it) and for a
-        while after a vector write failed. A failed write never fails the search: the thoughts
-        without vectors are still found by keyword.
+        A search cannot be sure nothing stored is related while thoughts lack vectors (SPEC
+        §5.1), so it embeds the queue itself, up to `inline_max` thoughts within the time budget,
+        through the writer as the background work does. Loading the model (the process's first
+        batch) is not charged to the budget: on a fresh process it alone used to spend it, and
+        the first search after a write burst then ranked without most of the burst. Background
+        work holding the store's claim is waited for within the budget (it yields the claim
+        between batches), not given up on at once. Skipped for a while after a vector write
+        failed; a failed write never fails the search: the thoughts without vectors are still
+        found by keyword, and the search does not abstain while any remain (`searching.py`).
         """
         key = str(opened.path)
         failed = self._failed_at.get(key)
-        running = self._running.get(key)
-        if (
-            self._claim(opened).locked()
-            or (running is not None and not running.done())  # between two background batches
-            or (failed is not None and self._monotonic() - failed < RETRY_AFTER_FAILURE_SECONDS)
-        ):
+        if failed is not None and self._monotonic() - failed < RETRY_AFTER_FAILURE_SECONDS:
             return 0
+        claim = self._claim(opened)
         deadline = self._monotonic() + self._inline_budget
         done, last_batch = 0, 0.0
         try:
             # No new batch unless one as long as the last still fits in the budget.
             while done < self._inline_max and self._monotonic() + last_batch < deadline:
+                try:
+                    await asyncio.wait_for(claim.acquire(), timeout=max(0.0, deadline - self._monotonic()))
+                except TimeoutError:  # background work kept the claim all along; it embeds the rest
+                    break
+                cold = not self._model_loaded
                 started = self._monotonic()
-                stored = await self.backfill(opened, limit=min(BATCH, self._inline_max - done))
+                try:
+                    stored = await self._backfill_claimed(opened, min(BATCH, self._inline_max - done))
+                finally:
+                    claim.release()
                 if not stored:
                     break
                 done += stored
                 last_batch = self._monotonic() - started
+                if cold:  # that batch loaded the model: the budget starts now, and so does the estimate
+                    deadline, last_batch = self._monotonic() + self._inline_budget, 0.0
         except (StorageError, apsw.Error) as exc:  # a cache write failed; the search still answers
             self._failed_at[key] = self._monotonic()
             logger.warning("search answered without new vectors: the vector write failed (%s)", type(exc).__name__)

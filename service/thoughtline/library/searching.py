@@ -9,7 +9,7 @@ embedded in that snapshot's worker thread, in one call, never on the event loop.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import apsw
@@ -19,7 +19,7 @@ from thoughtline.library import model_identity
 from thoughtline.library.query import build_query
 from thoughtline.library.retrieval import search_query
 from thoughtline.library.search import make_snippet
-from thoughtline.library.search_types import Hit, Outcome, Scope
+from thoughtline.library.search_types import Hit, Outcome, Scope, Tuning
 from thoughtline.storage import search as search_store
 from thoughtline.storage.search import SearchFilters, SequenceEnd
 
@@ -78,6 +78,8 @@ class SearchResult:
     unindexed: int
     # "strong", "fair" or "weak" by the best match's similarity; "keyword" without one; "none".
     strength: str
+    # True when the filters leave no stored thought at all to rank (not an abstention).
+    filtered_out: bool = False
 
 
 def strength_of(outcome: Outcome) -> str:
@@ -106,13 +108,27 @@ async def search(work: AfterCommitWork, opened: UserStore, request: SearchReques
             raise DomainError(
                 "thread_not_found", f"no thread named {filters.thread!r}; check the name or omit 'thread'."
             )
+        if filters.sequence_id is not None and not search_store.sequence_exists(conn, filters.sequence_id):
+            raise DomainError(
+                "sequence_not_found",
+                f"no sequence {filters.sequence_id} in your store; check the id or omit 'sequenceId'.",
+            )
+        waiting = search_store.pending_count(conn)
+        if filters.active and not search_store.any_thought_matches(conn, filters):
+            # Nothing to rank is not "nothing relevant": the filters removed everything.
+            return SearchResult(request, Outcome([], False, None), [], waiting, "none", filtered_out=True)
         # Checked in the search's own snapshot: vectors another model made are never compared
         # with this query. Until they are queued again (above, or by the background work, in
         # one transaction), the search answers by keyword.
         usable = embedder if model_identity.store_model(conn) == current else None
         query = build_query(request.question, request.alternatives, usable, index.helper)
-        outcome = search_query(conn, query, Scope(filters, index=index), limit=request.limit, by=request.by)
-        waiting = search_store.pending_count(conn)
+        # Abstaining means being confident nothing stored is related (SPEC §5.1), which a search
+        # cannot be while some thoughts have no vector: it ranks what it has instead (the
+        # keyword side covers the unindexed ones) and says how many are not indexed yet.
+        tuning = Tuning(abstain=not waiting)
+        outcome = search_query(conn, query, Scope(filters, tuning, index), limit=request.limit, by=request.by)
+        if waiting and outcome.abstained:
+            outcome = replace(outcome, abstained=False)
         found = [Found(h) for h in outcome.hits]
         if request.by == "sequence":
             ends = search_store.sequence_ends(conn, [h.record.sequence_key for h in outcome.hits])

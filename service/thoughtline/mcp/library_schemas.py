@@ -38,8 +38,9 @@ sequence is open). Each result shows the sequence title, the passage that matche
 similarity (raw semantic closeness, null for keyword-only matches); a line under the heading says how
 strong the best match is. A result can be a near miss (same area, different problem): judge by the
 snippet and title. When it is confident nothing stored is related, the search abstains (results: [],
-abstained: true). Filters: sequenceId, status, since/until (ISO-8601), thread (restricts, never
-boosts)."""
+abstained: true); it never abstains while recent thoughts are not indexed yet (unindexedThoughts).
+Filters: sequenceId, status, since/until (ISO-8601; a date alone as until includes that whole UTC
+day), thread (restricts, never boosts)."""
 
 MANAGE_DESCRIPTION = """Change a reasoning sequence's lifecycle: pause, resume, complete or abandon it.
 

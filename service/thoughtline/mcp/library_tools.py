@@ -71,7 +71,7 @@ def parse_search(args: Mapping[str, Any]) -> SearchRequest:
     alternatives = check_alternatives(args.get("alternatives"))
     by = one_of(args.get("by", "thought"), "by", SEARCH_BY)
     status = optional_one_of(args, "status", STATUSES)
-    since, until = parse_instant(args, "since"), parse_instant(args, "until")
+    since, until = parse_instant(args, "since"), parse_instant(args, "until", end_of_day=True)
     if since is not None and until is not None and since > until:
         raise invalid("'since' is after 'until'; swap them or drop one.")
     filters = SearchFilters(
@@ -123,6 +123,8 @@ def render(result: SearchResult) -> ToolOutput:
             f'Nothing relevant is stored for "{shown}"{also}{closest}; the search abstained rather than guess. '
             "Try other words, more alternatives or a broader question."
         ]
+    elif result.filtered_out:
+        lines = [f"No stored thoughts match these filters: {_filters_text(request.filters)}; widen or drop them."]
     elif not results:
         lines = [f'No stored {noun}s match "{shown}"{also}.']
     else:
@@ -135,6 +137,18 @@ def render(result: SearchResult) -> ToolOutput:
             f"Note: {result.unindexed} recent thoughts are not indexed for meaning yet; keyword matches include them."
         )
     return ToolOutput(text="\n".join(lines), structured=structured)
+
+
+def _filters_text(filters: SearchFilters) -> str:
+    """The active filters, as the caller can check them against what is stored."""
+    parts = [
+        *([f"sequenceId {filters.sequence_id}"] if filters.sequence_id is not None else []),
+        *([f"status {filters.status}"] if filters.status is not None else []),
+        *([f"written at or after {store.iso(filters.since_ms)}"] if filters.since_ms is not None else []),
+        *([f"written at or before {store.iso(filters.until_ms)}"] if filters.until_ms is not None else []),
+        *([f"thread {filters.thread!r}"] if filters.thread is not None else []),
+    ]
+    return ", ".join(parts)
 
 
 def _similarity_text(h: Hit) -> str:

@@ -274,6 +274,18 @@ def load_thoughts(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, Though
     }
 
 
+def any_thought_matches(conn: apsw.Connection, filters: SearchFilters) -> bool:
+    """Whether the filters leave at least one stored thought (an empty result then is no abstention)."""
+    where, params = _where(filters)
+    sql = f"SELECT 1 FROM thoughts t JOIN sequences s ON s.id = t.sequence_id WHERE 1 = 1{where} LIMIT 1"
+    return bool(conn.execute(sql, params).fetchall())
+
+
+def sequence_exists(conn: apsw.Connection, sequence_id: str) -> bool:
+    """Whether the store holds a sequence with this public id."""
+    return bool(conn.execute("SELECT 1 FROM sequences WHERE public_id = ?", (sequence_id,)).fetchall())
+
+
 def thread_exists(conn: apsw.Connection, name: str) -> bool:
     """Whether a thread of this name exists (names compare case-insensitively)."""
     return bool(conn.execute("SELECT 1 FROM threads WHERE name_key = ?", (name_key(name),)).fetchall())
