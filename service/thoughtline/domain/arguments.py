@@ -22,6 +22,11 @@ from thoughtline.errors import invalid
 MAX_THOUGHT_CHARS = 20_000
 MAX_NUMBER = 1_000_000
 MAX_BRANCH_ID_CHARS = 128
+# Branches one sequence may hold: every write result and history header lists them, so an
+# unbounded count made a one-thought page megabytes long (probe A §3).
+MAX_BRANCHES = 100
+# Branch ids a write result lists: the branch written and the newest others (history lists all).
+LISTED_BRANCHES = 20
 MAX_REQUEST_ID_CHARS = 128
 MAX_HISTORY_LIMIT = 100
 DEFAULT_HISTORY_LIMIT = 50

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from thoughtline.domain.arguments import MAIN_BRANCH, ThoughtInput
+from thoughtline.domain.arguments import LISTED_BRANCHES, MAIN_BRANCH, MAX_BRANCHES, ThoughtInput
 from thoughtline.errors import DomainError, invalid
 
 TITLE_CHARS = 160
@@ -213,6 +213,7 @@ def plan_thought(inp: ThoughtInput, state: SequenceState | None, find: Finder) -
         if inp.branch_from_thought is not None:
             fork = _fork_point(inp, state, find)
             if branch is None:
+                _check_room(state)
                 new_branch = NewBranch(inp.branch_id, fork.branch, inp.branch_from_thought, fork.position)
             elif not _same_fork(fork, branch) and not _declared_then(inp, state, find, branch):
                 raise DomainError(
@@ -251,6 +252,25 @@ def plan_thought(inp: ThoughtInput, state: SequenceState | None, find: Finder) -
         number_reused=number_reused,
         status="active" if inp.next_thought_needed else "completed",
     )
+
+
+def _check_room(state: SequenceState | None) -> None:
+    if state is not None and len(state.branches) >= MAX_BRANCHES:
+        raise invalid(
+            f"sequence {state.public_id} already has {len(state.branches)} branches, the most one sequence "
+            f"holds ({MAX_BRANCHES}); continue one of its branches (pass its branchId without branchFromThought), "
+            "or start a new sequence for this line of reasoning (omit sequenceId)."
+        )
+
+
+def listed_branches(names: Sequence[str], written: str | None) -> tuple[str, ...]:
+    """The branch ids a write result lists, in creation order: the branch written and the newest
+    others, at most LISTED_BRANCHES (history lists every branch)."""
+    if len(names) <= LISTED_BRANCHES:
+        return tuple(names)
+    if written is None or written in names[-LISTED_BRANCHES:]:
+        return tuple(names[-LISTED_BRANCHES:])
+    return (written, *names[-(LISTED_BRANCHES - 1) :])
 
 
 def _same_fork(fork: ThoughtRef, branch: BranchInfo) -> bool:
