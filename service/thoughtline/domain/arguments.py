@@ -60,7 +60,7 @@ def _missing(field: str, hint: str) -> Exception:
 
 def coerce_int(args: Mapping[str, Any], field: str, *, low: int = 1, high: int = MAX_NUMBER) -> int | None:
     """An optional integer field; accepts ints, integral floats and digit strings."""
-    value = args.get(field)
+    value = sent = args.get(field)
     if value is None:
         return None
     if isinstance(value, bool):
@@ -75,8 +75,17 @@ def coerce_int(args: Mapping[str, Any], field: str, *, low: int = 1, high: int =
             f'alone ("3"); got {_describe(value)}.'
         )
     if not low <= value <= high:
-        raise invalid(f"'{field}' must be from {low} to {high}; got {value}.")
+        raise invalid(f"'{field}' must be from {low} to {high}; got {_clipped_number(sent)}.")
     return value
+
+
+def _clipped_number(value: object) -> str:
+    """A refused number as sent, cut to 20 characters: a 4,000-digit value must not fill the error."""
+    try:
+        shown = str(value)
+    except ValueError:  # an int past Python's digit limit for str() (sys.get_int_max_str_digits)
+        return "a number too long to show"
+    return shown if len(shown) <= 20 else shown[:20] + "…"
 
 
 def coerce_bool(args: Mapping[str, Any], field: str) -> bool | None:
@@ -241,8 +250,12 @@ def parse_proposal_id(args: Mapping[str, Any]) -> int:
 
 
 def reject_unknown(args: Mapping[str, Any], allowed: frozenset[str]) -> None:
-    """Refuse misspelled or unsupported argument names instead of silently ignoring them."""
-    unknown = sorted(set(args) - allowed)
+    """Refuse misspelled or unsupported argument names instead of silently ignoring them.
+
+    A null is the field left out (strict-mode clients send null for every unset field, including
+    fields another action of the same tool takes), so only names with a value count.
+    """
+    unknown = sorted({name for name, value in args.items() if value is not None} - allowed)
     if unknown:
         raise invalid(
             f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(repr(u) for u in unknown)}; "
@@ -395,7 +408,8 @@ def parse_history(args: Mapping[str, Any]) -> HistoryInput:
     sequence_id = coerce_sequence_id(args, "sequenceId")
     if sequence_id is None:
         raise _missing("sequenceId", "the id returned by sequentialthinking")
-    order = args.get("order", "asc")
+    # null is the field left out, as for every optional field (clients in strict modes send null).
+    order = "asc" if args.get("order") is None else args["order"]
     if order not in ("asc", "desc"):
         raise invalid(f"'order' must be 'asc' (oldest first) or 'desc' (newest first); got {_describe(order)}.")
     return HistoryInput(
