@@ -17,14 +17,15 @@ THOUGHT = {"thought": "Null fields", "nextThoughtNeeded": True, "thoughtNumber":
 
 def minimal(tool: str, seq: str) -> dict[str, Any]:
     """The required arguments of each tool, for a call that succeeds."""
-    return {
+    calls: dict[str, dict[str, Any]] = {
         "sequentialthinking": {**THOUGHT, "sequenceId": seq, "thoughtNumber": 2},
         "get_thought_history": {"sequenceId": seq},
         "search_thoughts": {"query": "null fields"},
         "manage_sequence": {"action": "list"},
         "review_proposals": {"action": "list"},
         "configure_thread": {"action": "list"},
-    }.get(tool, {})
+    }
+    return calls.get(tool, {})
 
 
 async def test_null_for_every_optional_field_of_every_tool_is_the_field_left_out(server: ThreadServer) -> None:
