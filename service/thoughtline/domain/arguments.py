@@ -125,7 +125,8 @@ def coerce_search_text(args: Mapping[str, Any], field: str, *, max_chars: int) -
     """
     value = coerce_str(args, field, max_chars=max_chars)
     if value is not None and not shows_something(value):
-        hidden = invisible_character(value) or " "  # coerce_str refused whitespace alone: never the fallback
+        # Not whitespace alone (coerce_str refused that): an invisible character, or else a combining mark.
+        hidden = invisible_character(value) or value.strip()[0]
         raise invalid(
             f"'{field}' is empty to a reader: besides whitespace it holds only characters that show nothing, "
             f"such as {describe_character(hidden)}; send words to search for."
@@ -317,6 +318,10 @@ THOUGHT_FIELDS = frozenset(
 )
 
 
+def _label(value: str | None, field: str, what: str) -> str | None:
+    return None if value is None else check_label(value, field, what)
+
+
 def parse_thought(args: Mapping[str, Any]) -> ThoughtInput:
     """Validate and coerce `sequentialthinking` arguments."""
     reject_unknown(args, THOUGHT_FIELDS)
@@ -327,6 +332,13 @@ def parse_thought(args: Mapping[str, Any]) -> ThoughtInput:
         raise invalid(f"'thought' must be a string; got {_describe(thought)}.")
     if not thought.strip():
         raise invalid("'thought' is empty; send the text of this reasoning step.")
+    if not shows_something(thought):
+        # A thought of zero-width or blank characters is empty to a reader (and becomes a blank title).
+        raise invalid(
+            "'thought' shows nothing: besides whitespace it holds only characters that render blank, such as "
+            f"{describe_character(invisible_character(thought) or thought.strip()[0])}; send the text of this "
+            "reasoning step."
+        )
     if len(thought) > MAX_THOUGHT_CHARS:
         raise invalid(
             f"'thought' is {len(thought)} characters; the limit is {MAX_THOUGHT_CHARS}. Split it into several thoughts."
@@ -356,7 +368,7 @@ def parse_thought(args: Mapping[str, Any]) -> ThoughtInput:
         request_id=coerce_str(args, "requestId", max_chars=MAX_REQUEST_ID_CHARS),
         threads=threads,
         parent_sequence_id=coerce_sequence_id(args, "parentSequenceId"),
-        kind=coerce_str(args, "kind", max_chars=MAX_KIND_CHARS),
+        kind=_label(coerce_str(args, "kind", max_chars=MAX_KIND_CHARS), "kind", "a kind"),
         event=parse_event(args.get("event")),
     )
 
