@@ -151,3 +151,24 @@ def test_a_bad_instant_is_refused_naming_the_field(sent: Any) -> None:
     with pytest.raises(DomainError, match="'until'") as refused:
         parse_instant({"until": sent}, "until")
     assert refused.value.code == "invalid_input"
+
+
+@pytest.mark.parametrize("body", ["\u200b\u200b", "\u115f" * 4, "\u3164 \u3164", "\u2800", "\uffa0", "\u0301\u0301"])
+def test_a_thought_that_renders_blank_is_refused_like_an_empty_one(body: str) -> None:
+    assert "'thought' shows nothing" in refused(parse_thought, {**BASE, "thought": body})
+
+
+@pytest.mark.parametrize("kind", ["\u200b", " plan ", "\u3164", "\u0301"])
+def test_a_kind_follows_the_visible_label_rule(kind: str) -> None:
+    assert "'kind'" in refused(parse_thought, {**BASE, "kind": kind})
+
+
+@pytest.mark.parametrize("branch", ["\u3164\u3164", "\u115f", "\u2800\u2800", "\u0301\u0301"])
+def test_a_branch_id_that_renders_blank_is_refused(branch: str) -> None:
+    args = {**BASE, "sequenceId": SEQ, "branchId": branch, "branchFromThought": 1}
+    assert "'branchId'" in refused(parse_thought, args)
+
+
+def test_text_with_marks_on_letters_and_emoji_selectors_still_reads() -> None:
+    inp = parse_thought({**BASE, "thought": "cafe\u0301 \u2764\ufe0f", "kind": "re\u0301sume\u0301"})
+    assert inp.kind == "re\u0301sume\u0301"

@@ -199,3 +199,28 @@ def test_headlines_name_branch_starts_continuations_and_revisions(book: Book) ->
     assert headline(rev, plan_thought(rev, book.state(), book.find)) == "Revision of thought 1 · 4/10"
     plain = thought(4)
     assert headline(plain, plan_thought(plain, book.state(), book.find)) == "Thought 4/10"
+
+
+def test_a_branch_continues_with_its_own_declaration_after_the_fork_number_is_reused(book: Book) -> None:
+    # main's 2 is written again after A forked from it: A's unchanged declaration still names A's fork.
+    book.add(None, 2)
+    plan = plan_thought(thought(5, branch_id="A", branch_from_thought=2), book.state(), book.find)
+    assert plan.new_branch is None
+    assert plan.branch == book.branches["A"]
+
+
+def test_a_nested_branch_continues_with_its_own_declaration_after_the_fork_number_is_reused(book: Book) -> None:
+    b = book.branch(2, "B", 1, 4, 5)
+    book.add(b.key, 5)
+    book.add(1, 4)  # A reuses 4, the thought B forked from
+    plan = plan_thought(
+        thought(6, branch_id="B", branch_from_thought=4, branch_from_branch_id="A"), book.state(), book.find
+    )
+    assert plan.branch == b
+
+
+def test_a_different_declaration_stays_a_conflict_after_the_fork_number_is_reused(book: Book) -> None:
+    book.add(None, 1)
+    with pytest.raises(DomainError) as err:
+        plan_thought(thought(5, branch_id="A", branch_from_thought=1), book.state(), book.find)
+    assert err.value.code == "branch_conflict"

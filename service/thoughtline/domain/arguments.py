@@ -22,6 +22,11 @@ from thoughtline.errors import invalid
 MAX_THOUGHT_CHARS = 20_000
 MAX_NUMBER = 1_000_000
 MAX_BRANCH_ID_CHARS = 128
+# Branches one sequence may hold: every write result and history header lists them, so an
+# unbounded count made a one-thought page megabytes long (probe A §3).
+MAX_BRANCHES = 100
+# Branch ids a write result lists: the branch written and the newest others (history lists all).
+LISTED_BRANCHES = 20
 MAX_REQUEST_ID_CHARS = 128
 MAX_HISTORY_LIMIT = 100
 DEFAULT_HISTORY_LIMIT = 50
@@ -55,7 +60,7 @@ def _missing(field: str, hint: str) -> Exception:
 
 def coerce_int(args: Mapping[str, Any], field: str, *, low: int = 1, high: int = MAX_NUMBER) -> int | None:
     """An optional integer field; accepts ints, integral floats and digit strings."""
-    value = args.get(field)
+    value = sent = args.get(field)
     if value is None:
         return None
     if isinstance(value, bool):
@@ -70,8 +75,17 @@ def coerce_int(args: Mapping[str, Any], field: str, *, low: int = 1, high: int =
             f'alone ("3"); got {_describe(value)}.'
         )
     if not low <= value <= high:
-        raise invalid(f"'{field}' must be from {low} to {high}; got {value}.")
+        raise invalid(f"'{field}' must be from {low} to {high}; got {_clipped_number(sent)}.")
     return value
+
+
+def _clipped_number(value: object) -> str:
+    """A refused number as sent, cut to 20 characters: a 4,000-digit value must not fill the error."""
+    try:
+        shown = str(value)
+    except ValueError:  # an int past Python's digit limit for str() (sys.get_int_max_str_digits)
+        return "a number too long to show"
+    return shown if len(shown) <= 20 else shown[:20] + "…"
 
 
 def coerce_bool(args: Mapping[str, Any], field: str) -> bool | None:
@@ -111,7 +125,8 @@ def coerce_search_text(args: Mapping[str, Any], field: str, *, max_chars: int) -
     """
     value = coerce_str(args, field, max_chars=max_chars)
     if value is not None and not shows_something(value):
-        hidden = invisible_character(value) or " "  # coerce_str refused whitespace alone: never the fallback
+        # Not whitespace alone (coerce_str refused that): an invisible character, or else a combining mark.
+        hidden = invisible_character(value) or value.strip()[0]
         raise invalid(
             f"'{field}' is empty to a reader: besides whitespace it holds only characters that show nothing, "
             f"such as {describe_character(hidden)}; send words to search for."
@@ -247,8 +262,12 @@ def parse_proposal_id(args: Mapping[str, Any]) -> int:
 
 
 def reject_unknown(args: Mapping[str, Any], allowed: frozenset[str]) -> None:
-    """Refuse misspelled or unsupported argument names instead of silently ignoring them."""
-    unknown = sorted(set(args) - allowed)
+    """Refuse misspelled or unsupported argument names instead of silently ignoring them.
+
+    A null is the field left out (strict-mode clients send null for every unset field, including
+    fields another action of the same tool takes), so only names with a value count.
+    """
+    unknown = sorted({name for name, value in args.items() if value is not None} - allowed)
     if unknown:
         raise invalid(
             f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(repr(u) for u in unknown)}; "
@@ -310,6 +329,10 @@ THOUGHT_FIELDS = frozenset(
 )
 
 
+def _label(value: str | None, field: str, what: str) -> str | None:
+    return None if value is None else check_label(value, field, what)
+
+
 def parse_thought(args: Mapping[str, Any]) -> ThoughtInput:
     """Validate and coerce `sequentialthinking` arguments."""
     reject_unknown(args, THOUGHT_FIELDS)
@@ -320,6 +343,13 @@ def parse_thought(args: Mapping[str, Any]) -> ThoughtInput:
         raise invalid(f"'thought' must be a string; got {_describe(thought)}.")
     if not thought.strip():
         raise invalid("'thought' is empty; send the text of this reasoning step.")
+    if not shows_something(thought):
+        # A thought of zero-width or blank characters is empty to a reader (and becomes a blank title).
+        raise invalid(
+            "'thought' shows nothing: besides whitespace it holds only characters that render blank, such as "
+            f"{describe_character(invisible_character(thought) or thought.strip()[0])}; send the text of this "
+            "reasoning step."
+        )
     if len(thought) > MAX_THOUGHT_CHARS:
         raise invalid(
             f"'thought' is {len(thought)} characters; the limit is {MAX_THOUGHT_CHARS}. Split it into several thoughts."
@@ -349,7 +379,7 @@ def parse_thought(args: Mapping[str, Any]) -> ThoughtInput:
         request_id=coerce_str(args, "requestId", max_chars=MAX_REQUEST_ID_CHARS),
         threads=threads,
         parent_sequence_id=coerce_sequence_id(args, "parentSequenceId"),
-        kind=coerce_str(args, "kind", max_chars=MAX_KIND_CHARS),
+        kind=_label(coerce_str(args, "kind", max_chars=MAX_KIND_CHARS), "kind", "a kind"),
         event=parse_event(args.get("event")),
     )
 
@@ -401,7 +431,8 @@ def parse_history(args: Mapping[str, Any]) -> HistoryInput:
     sequence_id = coerce_sequence_id(args, "sequenceId")
     if sequence_id is None:
         raise _missing("sequenceId", "the id returned by sequentialthinking")
-    order = args.get("order", "asc")
+    # null is the field left out, as for every optional field (clients in strict modes send null).
+    order = "asc" if args.get("order") is None else args["order"]
     if order not in ("asc", "desc"):
         raise invalid(f"'order' must be 'asc' (oldest first) or 'desc' (newest first); got {_describe(order)}.")
     return HistoryInput(

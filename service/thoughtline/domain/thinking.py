@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from thoughtline.domain.arguments import MAIN_BRANCH, ThoughtInput
+from thoughtline.domain.arguments import LISTED_BRANCHES, MAIN_BRANCH, MAX_BRANCHES, ThoughtInput
 from thoughtline.errors import DomainError, invalid
 
 TITLE_CHARS = 160
@@ -168,7 +168,9 @@ def check_shape(inp: ThoughtInput) -> None:
         raise invalid(f"branch '{inp.branch_id}' cannot fork from itself; name its parent branch instead.")
 
 
-def _fork_point(inp: ThoughtInput, state: SequenceState | None, find: Finder) -> ThoughtRef:
+def _fork_point(inp: ThoughtInput, state: SequenceState | None, find: Finder, as_of: int | None = None) -> ThoughtRef:
+    """The thought a fork declaration names; with `as_of`, as it resolved when the sequence's
+    newest position was `as_of` (thoughts written later, even reused numbers, are not seen)."""
     assert inp.branch_from_thought is not None  # checked by the caller
     source: BranchInfo | None = None
     if inp.branch_from_branch_id not in (None, MAIN_BRANCH):
@@ -180,7 +182,12 @@ def _fork_point(inp: ThoughtInput, state: SequenceState | None, find: Finder) ->
                 f"branchFromBranchId '{inp.branch_from_branch_id}' is not a branch of this sequence "
                 f"(branches: {_names(known)}); fork from an existing branch or omit it to fork from the main path.",
             )
-    ref = resolve(inp.branch_from_thought, lineage(state, source), find) if state is not None else None
+    hops = lineage(state, source)
+    if as_of is not None:
+        hops = [
+            Hop(h.branch, h.max_number, as_of if h.max_position is None else min(as_of, h.max_position)) for h in hops
+        ]
+    ref = resolve(inp.branch_from_thought, hops, find) if state is not None else None
     if ref is None:
         where = f"branch '{source.name}' (or its ancestors)" if source else "the main path"
         raise DomainError(
@@ -206,8 +213,9 @@ def plan_thought(inp: ThoughtInput, state: SequenceState | None, find: Finder) -
         if inp.branch_from_thought is not None:
             fork = _fork_point(inp, state, find)
             if branch is None:
+                _check_room(state)
                 new_branch = NewBranch(inp.branch_id, fork.branch, inp.branch_from_thought, fork.position)
-            elif (fork.branch, fork.position) != (branch.parent, branch.fork_position):
+            elif not _same_fork(fork, branch) and not _declared_then(inp, state, find, branch):
                 raise DomainError(
                     "branch_conflict",
                     f"branch '{branch.name}' already forks from thought {branch.from_thought}"
@@ -244,6 +252,44 @@ def plan_thought(inp: ThoughtInput, state: SequenceState | None, find: Finder) -
         number_reused=number_reused,
         status="active" if inp.next_thought_needed else "completed",
     )
+
+
+def _check_room(state: SequenceState | None) -> None:
+    if state is not None and len(state.branches) >= MAX_BRANCHES:
+        raise invalid(
+            f"sequence {state.public_id} already has {len(state.branches)} branches, the most one sequence "
+            f"holds ({MAX_BRANCHES}); continue one of its branches (pass its branchId without branchFromThought), "
+            "or start a new sequence for this line of reasoning (omit sequenceId)."
+        )
+
+
+def listed_branches(names: Sequence[str], written: str | None) -> tuple[str, ...]:
+    """The branch ids a write result lists, in creation order: the branch written and the newest
+    others, at most LISTED_BRANCHES (history lists every branch)."""
+    if len(names) <= LISTED_BRANCHES:
+        return tuple(names)
+    if written is None or written in names[-LISTED_BRANCHES:]:
+        return tuple(names[-LISTED_BRANCHES:])
+    return (written, *names[-(LISTED_BRANCHES - 1) :])
+
+
+def _same_fork(fork: ThoughtRef, branch: BranchInfo) -> bool:
+    return (fork.branch, fork.position) == (branch.parent, branch.fork_position)
+
+
+def _declared_then(inp: ThoughtInput, state: SequenceState | None, find: Finder, branch: BranchInfo) -> bool:
+    """Whether the declaration named this branch's fork thought when the branch was created.
+
+    A later write may reuse the fork thought's number (an accepted, flagged write), so the same
+    declaration now resolves to the newer thought; re-sending the branch's own declaration is
+    still the same branch (SPEC §2.1: only a *different* fork point is a conflict).
+    """
+    if inp.branch_from_thought != branch.from_thought:
+        return False
+    try:
+        return _same_fork(_fork_point(inp, state, find, as_of=branch.fork_position), branch)
+    except DomainError:
+        return False
 
 
 def _names(branches: Mapping[str, BranchInfo]) -> str:

@@ -15,11 +15,16 @@ from thoughtline.errors import invalid
 # Cc controls, Cf format characters (zero-width space and joiners, BOM, bidi overrides and
 # isolates, soft hyphen), Cs lone surrogates, Zl / Zp line and paragraph separators.
 _INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+# Letters and symbols that render blank: the Hangul fillers (Default_Ignorable, category Lo) and
+# the blank Braille pattern (So). Variation selectors are left out: emoji labels carry U+FE0F.
+_BLANK = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+# Combining marks: they show only on a base character, so text of marks alone shows nothing.
+_MARKS = frozenset({"Mn", "Mc", "Me"})
 
 
 def is_invisible(ch: str) -> bool:
     """Whether the character `ch` shows nothing (or moves what follows) when printed."""
-    return unicodedata.category(ch) in _INVISIBLE
+    return ch in _BLANK or unicodedata.category(ch) in _INVISIBLE
 
 
 def invisible_character(text: str) -> str | None:
@@ -28,8 +33,9 @@ def invisible_character(text: str) -> str | None:
 
 
 def shows_something(text: str) -> bool:
-    """Whether `text` holds at least one character that is neither whitespace nor invisible."""
-    return any(not ch.isspace() and not is_invisible(ch) for ch in text)
+    """Whether `text` holds at least one character that is neither whitespace, invisible nor a
+    combining mark (a mark alone has no base character to show on)."""
+    return any(not ch.isspace() and not is_invisible(ch) and unicodedata.category(ch) not in _MARKS for ch in text)
 
 
 def describe_character(ch: str) -> str:
@@ -52,5 +58,10 @@ def check_label(value: str, field: str, what: str) -> str:
         raise invalid(
             f"'{field}' contains {describe_character(hidden)}, a character that shows nothing: {what} is "
             "visible text only, remove it."
+        )
+    if not shows_something(value):
+        raise invalid(
+            f"'{field}' holds only combining marks such as {describe_character(value[0])}, which show nothing "
+            f"without a letter; {what} needs at least one visible character."
         )
     return value

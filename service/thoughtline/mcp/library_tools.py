@@ -69,7 +69,7 @@ def parse_search(args: Mapping[str, Any]) -> SearchRequest:
     if query is None:
         raise invalid("'query' is required: words or a question describing what you are looking for.")
     alternatives = check_alternatives(args.get("alternatives"))
-    by = one_of(args.get("by", "thought"), "by", SEARCH_BY)
+    by = optional_one_of(args, "by", SEARCH_BY) or "thought"
     status = optional_one_of(args, "status", STATUSES)
     since, until = parse_instant(args, "since"), parse_instant(args, "until", end_of_day=True)
     if since is not None and until is not None and since > until:

@@ -10,6 +10,7 @@ from typing import Any
 
 from thoughtline.domain.arguments import (
     EVENT_KINDS,
+    LISTED_BRANCHES,
     MAX_BRANCH_ID_CHARS,
     MAX_HISTORY_CHARS,
     MAX_HISTORY_LIMIT,
@@ -97,7 +98,17 @@ THOUGHT_OUTPUT = _obj(
         "thoughtNumber": {"type": "integer"},
         "totalThoughts": {"type": "integer"},
         "nextThoughtNeeded": {"type": "boolean"},
-        "branches": {"type": "array", "items": {"type": "string"}},
+        "branches": {
+            "type": "array",
+            "items": {"type": "string"},
+            "maxItems": LISTED_BRANCHES,
+            "description": f"This sequence's branch ids in creation order, at most {LISTED_BRANCHES}: the branch "
+            "written and the newest; get_thought_history lists them all.",
+        },
+        "branchCount": {
+            "type": "integer",
+            "description": "How many branches the sequence has; present only when 'branches' leaves some out.",
+        },
         "thoughtHistoryLength": {"type": "integer"},
         "branchId": {"type": "string"},
         "reopened": {"type": "boolean"},

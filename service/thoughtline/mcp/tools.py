@@ -20,7 +20,7 @@ from mcp_types import INVALID_PARAMS
 
 from thoughtline.clock import Clock, now_ms
 from thoughtline.domain import arguments
-from thoughtline.domain.arguments import ThoughtInput
+from thoughtline.domain.arguments import MAX_BRANCHES, ThoughtInput
 from thoughtline.domain.thinking import render_write
 from thoughtline.errors import InternalError, ThoughtlineError
 from thoughtline.identity import current_principal
@@ -87,6 +87,8 @@ def render_written(inp: ThoughtInput, written: store.Written, related: Sequence[
         "branches": list(written.branches),
         "thoughtHistoryLength": written.count,
     }
+    if written.branch_count > len(written.branches):
+        structured["branchCount"] = written.branch_count
     if plan.branch_name is not None:
         structured["branchId"] = plan.branch_name
     if plan.reopened:
@@ -179,7 +181,7 @@ async def _delete(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
     return ToolOutput(text=text, structured=structured)
 
 
-THINK_DESCRIPTION = """Record one step of step-by-step reasoning; every step is stored durably before this returns.
+THINK_DESCRIPTION = f"""Record one step of step-by-step reasoning; every step is stored durably before this returns.
 
 Use it for problems that need planning, revision or exploring alternatives. Call it once per thought:
 - Start a sequence without sequenceId; the result gives you one (seq_…). Pass it on every later call.
@@ -188,6 +190,7 @@ Use it for problems that need planning, revision or exploring alternatives. Call
 - Revise: isRevision: true with revisesThought: N.
 - Branch: branchId + branchFromThought: N forks from the main path; add branchFromBranchId to fork from
   inside another branch. Numbers are scoped to their branch; keep passing branchId on the branch's later steps.
+  A sequence holds at most {MAX_BRANCHES} branches.
 - Pass a new requestId (any unique string) on every call and reuse it to retry: the same id and arguments
   return the original result without writing again, so a retry after an error or a lost answer is exact.
 Read a sequence back with get_thought_history. On a new sequence's second thought the result may name

@@ -27,6 +27,7 @@ from thoughtline.domain.thinking import (
     SequenceState,
     Status,
     ThoughtRef,
+    listed_branches,
     make_title,
     plan_thought,
 )
@@ -143,8 +144,9 @@ class Written:
     """What one accepted thought did: where it landed, the plan it followed, how the call was read.
 
     `thought_id` is the stored thought's id; `created` says this call started the sequence;
-    `count` is the sequence's stored thoughts now (this one included); `branches` are its branch
-    names in creation order; `continuation` is the canonical-style decision for a call without
+    `count` is the sequence's stored thoughts now (this one included); `branches` are the branch
+    names a result lists (`listed_branches`: the one written and the newest, in creation order) and
+    `branch_count` how many it has; `continuation` is the canonical-style decision for a call without
     sequenceId (None when one was sent).
     """
 
@@ -156,6 +158,7 @@ class Written:
     branches: tuple[str, ...]
     count: int
     continuation: Continuation | None
+    branch_count: int = 0
 
 
 @dataclass(frozen=True)
@@ -360,7 +363,8 @@ def append_thought(
         )
     known = list(state.branches) if state is not None else []
     names = [*known, plan.new_branch.name] if plan.new_branch is not None else known
-    written = Written(public_id, seq_rowid, thought_id, seq is None, plan, tuple(names), position, guess)
+    listed = listed_branches(names, plan.branch_name)
+    written = Written(public_id, seq_rowid, thought_id, seq is None, plan, listed, position, guess, len(names))
     if inp.request_id is not None:
         record = dict(remember(written)) if remember is not None else {}
         conn.execute(
