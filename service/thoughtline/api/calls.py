@@ -95,10 +95,12 @@ class Call:
     store: UserStore
     now_ms: int
     api: Api
+    # Path parameters read by the handler itself (`/threads/...`, `thread_paths.py`), over Starlette's.
+    params: Mapping[str, str] = field(default_factory=dict)
 
     def path(self, name: str) -> str:
         """A path parameter (decoded)."""
-        return str(self.request.path_params[name])
+        return self.params[name] if name in self.params else str(self.request.path_params[name])
 
     def query(self, allowed: frozenset[str]) -> dict[str, Any]:
         """The query parameters as tool arguments: each given once (but `alternatives`), none unknown."""
