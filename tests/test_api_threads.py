@@ -242,3 +242,25 @@ async def test_a_method_the_longer_route_lacks_reaches_the_thread_route_not_a_40
         code, _ = refusal(await api.post("/threads/a/members/b"), 405)
         assert code == "method_not_allowed"
         assert body(await api.patch("/threads/a/members/b", json={"description": "d"}))["description"] == "d"
+
+
+async def test_a_query_parameter_on_a_route_without_any_is_refused_as_such(app: Served) -> None:
+    async with api_client(app) as api:
+        code, message = refusal(await api.post("/threads?x=1", json={"name": "n"}), 400)
+        listed = body(await api.get("/threads"))["threads"]
+    assert code == "invalid_input"
+    assert message == "this route takes no query parameters; leave out 'x'."
+    assert listed == []
+
+
+async def test_a_number_too_long_to_read_is_refused_as_a_number_not_as_bad_json(app: Served) -> None:
+    async with api_client(app) as api:
+        sent = '{"name": ' + "9" * 5000 + "}"
+        code, message = refusal(
+            await api.post("/threads", content=sent, headers={"Content-Type": "application/json"}), 400
+        )
+        listed = body(await api.get("/threads"))["threads"]
+    assert code == "invalid_input"
+    assert "number of 5000 digits" in message
+    assert "not valid JSON" not in message
+    assert listed == []

@@ -239,9 +239,9 @@ def reject_unknown(args: Mapping[str, Any], allowed: frozenset[str]) -> None:
     """Refuse misspelled or unsupported argument names instead of silently ignoring them."""
     unknown = sorted(set(args) - allowed)
     if unknown:
+        expected = f"expected some of: {', '.join(sorted(allowed))}" if allowed else "this takes no arguments"
         raise invalid(
-            f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(repr(u) for u in unknown)}; "
-            f"expected some of: {', '.join(sorted(allowed))}."
+            f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(repr(u) for u in unknown)}; {expected}."
         )
 
 
