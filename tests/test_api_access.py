@@ -121,7 +121,7 @@ async def test_unknown_routes_and_methods_answer_in_the_error_shape(app: Served)
         method = await api.put("/sequences")
     assert missing[0] == "not_found"
     assert refusal(method, 405)[0] == "method_not_allowed"
-    assert method.headers["allow"] == "GET"
+    assert method.headers["allow"] == "GET, HEAD"
 
 
 async def test_with_the_library_off_only_reading_a_sequence_by_its_id_is_served(settings: Settings) -> None:

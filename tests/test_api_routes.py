@@ -13,6 +13,7 @@ from starlette.routing import Mount, Route
 from tests.api_support import API
 from tests.support import TOKEN, ThreadServer, serve_in_thread
 from thoughtline.api.routes import ROUTES
+from thoughtline.api.thread_paths import FAMILY
 from thoughtline.config import Settings
 from thoughtline.web.app import create_app
 
@@ -45,7 +46,9 @@ def server(settings: Settings) -> Iterator[ThreadServer]:
 def test_the_app_mounts_every_path_of_the_route_table(server: ThreadServer) -> None:
     (mount,) = [r for r in server.app.routes if isinstance(r, Mount) and r.path == API]
     mounted = {_shape(API + r.path) for r in mount.routes if isinstance(r, Route) and "{rest:path}" not in r.path}
-    assert mounted == {_shape(API + path) for path, _, _, _ in ROUTES}
+    # The /threads/{name}... paths are one route: thread names may hold "/" (api/thread_paths.py).
+    table = {_shape(API + path) for path, _, _, _ in ROUTES if not path.startswith(FAMILY) or path == FAMILY}
+    assert mounted == table
 
 
 def test_every_documented_route_is_served_not_a_missing_route_or_method(server: ThreadServer) -> None:
@@ -58,3 +61,23 @@ def test_every_documented_route_is_served_not_a_missing_route_or_method(server: 
             answer = http.request(method, path)
             assert answer.status_code < 500, (method, path, answer.text)
             assert answer.json().get("error") not in ("not_found", "method_not_allowed"), (method, path, answer.text)
+
+
+def test_head_is_served_wherever_get_is_and_listed_in_allow(server: ThreadServer) -> None:
+    with httpx.Client(base_url=server.base_url + API, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        head = http.head("/threads")
+        assert (head.status_code, head.content) == (200, b"")
+        assert http.head("/threads/nope").status_code == 404  # the GET route's own answer, headers only
+        refused = http.request("PUT", "/threads")
+        assert refused.status_code == 405
+        assert refused.headers["allow"] == "GET, HEAD, POST"
+
+
+@pytest.mark.parametrize("method", ["TRACE", "PROPFIND", "OPTIONS"])
+@pytest.mark.parametrize("path", ["/threads", "/threads/a/briefing", "/sequences/seq_1"])
+def test_any_other_method_answers_the_apis_json_405(server: ThreadServer, method: str, path: str) -> None:
+    with httpx.Client(base_url=server.base_url + API, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        answer = http.request(method, path)
+    assert answer.status_code == 405, answer.text
+    assert answer.json()["error"] == "method_not_allowed"
+    assert "GET, HEAD" in answer.headers["allow"]

@@ -224,3 +224,36 @@ async def test_lifecycle_actions_set_the_status_and_resume_returns_the_last_thou
     assert unknown[1] == "'action' must be one of pause, resume, complete, abandon; got 'archive'."
     assert missing[0] == "sequence_not_found"
     assert wrong_method[0] == "method_not_allowed"
+
+
+async def test_a_history_cursor_of_another_branch_or_order_is_refused_in_words_not_python_values(
+    app: Served,
+) -> None:
+    async with connected(app) as client:
+        seq = await think(client, "one")
+        await think(client, "two", 2, sequenceId=seq)
+    async with api_client(app) as api:
+        cursor = body(await api.get(f"/sequences/{seq}", params={"limit": "1"}))["nextCursor"]
+        code, message = refusal(
+            await api.get(f"/sequences/{seq}", params={"limit": "1", "order": "desc", "cursor": cursor}), 400
+        )
+    assert code == "invalid_input"
+    assert "None" not in message
+    assert "=" not in message
+    assert "no 'branchId' (every thought) in asc order" in message
+
+
+async def test_rest_not_found_errors_point_at_rest_routes_not_mcp_tools(app: Served) -> None:
+    async with api_client(app) as api:
+        body(await api.post("/threads", json={"name": "real"}), 201)
+        thread = refusal(await api.get("/threads/ghost"), 404)
+        pinned = refusal(await api.put(f"/threads/real/members/{MISSING}"), 404)
+        history = refusal(await api.get(f"/sequences/{MISSING}"), 404)
+        proposal = refusal(await api.post("/proposals/prp_99/accept"), 404)
+    assert "GET /api/v1/threads" in thread[1]
+    assert "GET /api/v1/sequences" in pinned[1]
+    assert "GET /api/v1/sequences" in history[1]
+    assert "GET /api/v1/proposals" in proposal[1]
+    for message in (thread[1], pinned[1], history[1], proposal[1]):
+        assert not any(tool in message for tool in ("configure_thread", "manage_sequence", "review_proposals"))
+        assert "sequentialthinking" not in message

@@ -204,3 +204,63 @@ async def test_patch_type_auto_clears_a_set_type_back_to_derived(app: Served) ->
     assert (cleared["type"], cleared["typeSource"]) == ("topic", "derived")
     assert code == "invalid_input"
     assert "cannot be null" in message
+
+
+async def test_a_thread_named_like_a_briefing_path_is_read_changed_and_deleted_by_its_encoded_name(
+    app: Served,
+) -> None:
+    async with api_client(app) as api:
+        for name in ("slash", "slash/briefing", "x/members/y"):
+            body(await api.post("/threads", json={"name": name}), 201)
+        encoded = quote("slash/briefing", safe="")
+        assert body(await api.get(f"/threads/{encoded}"))["name"] == "slash/briefing"
+        assert "thread" in body(await api.get("/threads/slash/briefing"))  # unencoded: the briefing of "slash"
+        changed = body(await api.patch(f"/threads/{encoded}", json={"description": "kept apart"}))
+        assert (changed["name"], changed["description"]) == ("slash/briefing", "kept apart")
+        assert body(await api.get("/threads/slash"))["description"] == ""
+        members = quote("x/members/y", safe="")
+        assert body(await api.get(f"/threads/{members}"))["name"] == "x/members/y"
+        assert body(await api.get("/threads/x/members/y"))["name"] == "x/members/y"  # GET: no members route
+        deleted = body(await api.delete(f"/threads/{encoded}", params={"confirm": "true"}))
+        assert deleted["name"] == "slash/briefing"
+        names = [t["name"] for t in body(await api.get("/threads"))["threads"]]
+    assert names == ["slash", "x/members/y"]
+
+
+async def test_an_unencoded_slash_name_falls_back_to_the_whole_name_when_only_it_exists(app: Served) -> None:
+    async with api_client(app) as api:
+        body(await api.post("/threads", json={"name": "only/briefing"}), 201)
+        assert body(await api.get("/threads/only/briefing"))["name"] == "only/briefing"
+        changed = body(await api.patch("/threads/only/briefing", json={"type": "case"}))
+        assert changed["type"] == "case"
+        assert body(await api.delete("/threads/only/briefing", params={"confirm": "true"}))["deleted"] is True
+
+
+async def test_a_method_the_longer_route_lacks_reaches_the_thread_route_not_a_405(app: Served) -> None:
+    async with api_client(app) as api:
+        body(await api.post("/threads", json={"name": "a/members/b"}), 201)
+        code, _ = refusal(await api.post("/threads/a/members/b"), 405)
+        assert code == "method_not_allowed"
+        assert body(await api.patch("/threads/a/members/b", json={"description": "d"}))["description"] == "d"
+
+
+async def test_a_query_parameter_on_a_route_without_any_is_refused_as_such(app: Served) -> None:
+    async with api_client(app) as api:
+        code, message = refusal(await api.post("/threads?x=1", json={"name": "n"}), 400)
+        listed = body(await api.get("/threads"))["threads"]
+    assert code == "invalid_input"
+    assert message == "this route takes no query parameters; leave out 'x'."
+    assert listed == []
+
+
+async def test_a_number_too_long_to_read_is_refused_as_a_number_not_as_bad_json(app: Served) -> None:
+    async with api_client(app) as api:
+        sent = '{"name": ' + "9" * 5000 + "}"
+        code, message = refusal(
+            await api.post("/threads", content=sent, headers={"Content-Type": "application/json"}), 400
+        )
+        listed = body(await api.get("/threads"))["threads"]
+    assert code == "invalid_input"
+    assert "number of 5000 digits" in message
+    assert "not valid JSON" not in message
+    assert listed == []

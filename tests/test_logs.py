@@ -60,3 +60,21 @@ def test_control_characters_in_the_request_path_cannot_forge_or_corrupt_log_line
     assert "\x1b" not in log
     assert "\r" not in log
     assert "\u2028" not in log
+
+
+def test_the_access_log_writes_thread_routes_as_patterns_never_the_thread_name(tmp_path: Path) -> None:
+    name = "Dana Whitfield private case"
+    child = start_child(tmp_path / "data")
+    try:
+        with httpx.Client(base_url=child.base_url, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            assert http.post("/api/v1/threads", json={"name": name}).status_code == 201
+            assert http.get(f"/api/v1/threads/{name}").status_code == 200
+            assert http.get(f"/api/v1/threads/{name}/briefing").status_code == 200
+            http.get(f"/library/threads/{name}")  # no session: a redirect, logged all the same
+    finally:
+        stop_child(child)
+    log = child.log()
+    assert "POST /api/v1/threads 201" in log  # paths without a name stay as they are
+    assert "GET /api/v1/threads/{name}... 200" in log
+    assert "GET /library/threads/{name}... 303" in log
+    assert "Dana" not in log

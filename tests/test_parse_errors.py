@@ -196,3 +196,17 @@ def test_the_parser_keeps_nesting_up_to_the_limit_and_names_what_it_refuses() ->
     with pytest.raises(BodyError, match="byte order mark"):
         parse_message(b'\xef\xbb\xbf{"a":1}')
     assert parse_message('{"a":"\\ud83d\\ude00 ü"}'.encode()) == {"a": "\U0001f600 ü"}
+
+
+@pytest.mark.parametrize(
+    ("body", "kind", "escape"),
+    [
+        (b'{"a":"\\ud800"}', "leading (high)", "\\ud800"),
+        (b'{"a":"\\udc00"}', "trailing (low)", "\\udc00"),
+        (b'{"a":"\\ud83d\\ude00 then \\uDBFF"}', "leading (high)", "\\udbff"),
+    ],
+)
+def test_a_lone_surrogate_escape_is_named_as_such_with_its_kind(body: bytes, kind: str, escape: str) -> None:
+    with pytest.raises(BodyError) as refused:
+        parse_message(body)
+    assert f"lone {kind} UTF-16 surrogate escape {escape}" in str(refused.value)

@@ -62,10 +62,12 @@ _HTTP_STATUS: dict[ErrorCode, int] = {
 class ThoughtlineError(Exception):
     """A failure reported to the caller as `<code>: <message>` (never with exception text inside)."""
 
-    def __init__(self, code: ErrorCode, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str, *, api_message: str | None = None) -> None:
         super().__init__(f"{code}: {message}")
         self.code: ErrorCode = code
         self.message = message
+        # The same refusal for a REST caller, where `message` points at MCP tools (`api/errors.py`).
+        self.api_message = api_message or message
 
     def wire_text(self) -> str:
         """The tool-result text: `<code>: <message>`."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -95,14 +96,19 @@ class Call:
     store: UserStore
     now_ms: int
     api: Api
+    # Path parameters read by the handler itself (`/threads/...`, `thread_paths.py`), over Starlette's.
+    params: Mapping[str, str] = field(default_factory=dict)
 
     def path(self, name: str) -> str:
         """A path parameter (decoded)."""
-        return str(self.request.path_params[name])
+        return self.params[name] if name in self.params else str(self.request.path_params[name])
 
     def query(self, allowed: frozenset[str]) -> dict[str, Any]:
         """The query parameters as tool arguments: each given once (but `alternatives`), none unknown."""
         params = self.request.query_params
+        if params and not allowed:
+            names = ", ".join(repr(key) for key in sorted(set(params)))
+            raise invalid(f"this route takes no query parameters; leave out {names}.")
         reject_unknown(params, allowed)
         args: dict[str, Any] = {}
         for key in params:
@@ -122,15 +128,39 @@ class Call:
             raise invalid("send the request body as JSON with 'Content-Type: application/json'.")
         raw = await self.request.body()
         try:
-            value = json.loads(raw.decode("utf-8"))
+            value = json.loads(raw.decode("utf-8"), parse_int=_whole_number)
             # A lone UTF-16 surrogate escape parses, but no store or answer could hold it.
             json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except _HugeNumber as exc:
+            raise invalid(
+                f"the request body holds a number of {exc.digits} digits, more than the {_MAX_DIGITS} "
+                "this server reads; no field takes such a number, so send the value the field expects."
+            ) from None
         except (ValueError, RecursionError):
             raise invalid("the request body is not valid JSON in UTF-8; send one JSON object.") from None
         if not isinstance(value, dict):
             raise invalid('the request body must be a JSON object, e.g. {"name": "hiring"}.')
         reject_unknown(value, allowed)
         return value
+
+
+# Python refuses to read longer integers (a guard against quadratic conversion time).
+_MAX_DIGITS = sys.get_int_max_str_digits() or 4300
+
+
+class _HugeNumber(ValueError):
+    """A JSON integer longer than Python will convert: valid JSON, but no field's value."""
+
+    def __init__(self, digits: int) -> None:
+        super().__init__(f"a number of {digits} digits")
+        self.digits = digits
+
+
+def _whole_number(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > _MAX_DIGITS:
+        raise _HugeNumber(digits)
+    return int(text)
 
 
 def ok(body: Mapping[str, Any], status: int = 200) -> JSONResponse:

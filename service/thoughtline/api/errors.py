@@ -1,9 +1,11 @@
 """The API's one error shape: `{"error": "<code>", "message": "…"}` with the code's HTTP status.
 
 Every failure maps through the one hierarchy in `errors.py` (`ThoughtlineError`: refusals,
-storage faults, internal errors) and its `http_status`. The API never answers 500 (SPEC §9): an
-internal error answers 503 like a storage fault, the message saying the outcome is unknown. No
-stack trace or argument (thought text) ever reaches the response or the log.
+storage faults, internal errors) and its `http_status`; the message is the error's `api_message`,
+which names REST routes where the tools' message names a tool (`configure_thread action 'list'`).
+The API never answers 500 (SPEC §9): an internal error answers 503 like a storage fault, the
+message saying the outcome is unknown. No stack trace or argument (thought text) ever reaches
+the response or the log.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ def error_response(code: str, message: str, status: int, headers: dict[str, str]
 def failure_response(exc: ThoughtlineError) -> JSONResponse:
     """A failure of the hierarchy: its code, its message, its status (a 5xx is always 503)."""
     status = http_status(exc.code)
-    return error_response(exc.code, exc.message, UNAVAILABLE if status >= 500 else status)
+    return error_response(exc.code, exc.api_message, UNAVAILABLE if status >= 500 else status)
 
 
 class ApiRefusal(Exception):

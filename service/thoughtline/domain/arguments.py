@@ -269,9 +269,9 @@ def reject_unknown(args: Mapping[str, Any], allowed: frozenset[str]) -> None:
     """
     unknown = sorted({name for name, value in args.items() if value is not None} - allowed)
     if unknown:
+        expected = f"expected some of: {', '.join(sorted(allowed))}" if allowed else "this takes no arguments"
         raise invalid(
-            f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(repr(u) for u in unknown)}; "
-            f"expected some of: {', '.join(sorted(allowed))}."
+            f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(repr(u) for u in unknown)}; {expected}."
         )
 
 

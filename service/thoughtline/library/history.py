@@ -41,6 +41,13 @@ class HistoryPage:
     next_cursor: str | None
 
 
+def _branch_text(branch_id: str | None) -> str:
+    """A cursor's branch in words (None, every thought, is no branchId at all)."""
+    if branch_id is None:
+        return "no 'branchId' (every thought)"
+    return "the main path (branchId 'main')" if branch_id == "main" else f"branchId '{branch_id}'"
+
+
 def _after(secret: str, inp: HistoryInput) -> int | None:
     """The position a cursor continues after (None without a cursor)."""
     if inp.cursor is None:
@@ -50,8 +57,8 @@ def _after(secret: str, inp: HistoryInput) -> int | None:
         raise invalid("'cursor' belongs to another sequence; use the cursor from this sequence's last page.")
     if (branch_id, order) != (inp.branch_id, inp.order):
         raise invalid(
-            f"'cursor' was issued for branchId={branch_id!r}, order={order!r}; pass the same values, "
-            "or start again without a cursor."
+            f"'cursor' was issued for {_branch_text(branch_id)} in {order} order; pass the same "
+            "'branchId' and 'order' as the call that returned it, or start again without a cursor."
         )
     return int(position)
 
@@ -63,6 +70,7 @@ def page(conn: apsw.Connection, inp: HistoryInput) -> HistoryPage:
         raise DomainError(
             "sequence_not_found",
             f"no sequence {inp.sequence_id} in your store; check the id returned by sequentialthinking.",
+            api_message=f"no sequence {inp.sequence_id} in your store; check the id (GET /api/v1/sequences).",
         )
     secret = store.cursor_secret(conn)
     after = _after(secret, inp)

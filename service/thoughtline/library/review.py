@@ -129,6 +129,8 @@ class ProposalReview:
                     "proposal_not_found",
                     f"no pending proposal {proposal_id(rowid)}; it may have been accepted or rejected already. "
                     "List the current ones with review_proposals action 'list'.",
+                    api_message=f"no pending proposal {proposal_id(rowid)}; it may have been accepted or rejected "
+                    "already. List the current ones with GET /api/v1/proposals.",
                 )
             if found.thread_archived:
                 # Archiving stops proposals (SPEC §5.3); the pending ones wait for an unarchive.

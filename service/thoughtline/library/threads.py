@@ -193,6 +193,7 @@ async def set_membership(
             raise DomainError(
                 "sequence_not_found",
                 f"no sequence {sequence_id} in your store; check the id (manage_sequence list).",
+                api_message=f"no sequence {sequence_id} in your store; check the id (GET /api/v1/sequences).",
             )
         if member:
             changed = thread_store.add_member(conn, thread.rowid, seq_rowid, "user", now_ms)

@@ -78,6 +78,8 @@ def require_thread(conn: apsw.Connection, name: str) -> ThreadRow:
             "thread_not_found",
             f"no thread named {name!r}; list your threads with configure_thread action 'list' "
             "(includeArchived: true shows archived ones too), or create it with action 'create'.",
+            api_message=f"no thread named {name!r}; list your threads with GET /api/v1/threads "
+            "(?includeArchived=true shows archived ones too), or create it with POST /api/v1/threads.",
         )
     return thread
 

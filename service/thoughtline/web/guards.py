@@ -5,7 +5,9 @@ resolves to 127.0.0.1 still sends its own name in Host/Origin, which is not on t
 request with two Host or two Origin headers is refused (400): the guard and the URL builders
 (issuer, resource metadata) must see the same single value (SPEC §4; issue 11, F3). The access log
 records method, path, status and duration only — never query strings (OAuth codes travel there),
-headers (tokens) or bodies (thought text) — and escapes control characters (F6).
+headers (tokens) or bodies (thought text) — and escapes control characters (F6). A path below
+`/api/v1/threads/` or `/library/threads/` is logged as its pattern: it carries a thread name, user
+content (a `case` thread is often a person's name), which the error logs leave out as well.
 """
 
 from __future__ import annotations
@@ -121,6 +123,19 @@ class HostOriginGuard:
         await self._app(scope, receive, send)
 
 
+# Paths whose rest is a thread name (and what follows it): logged as the prefix and this pattern.
+_NAMED_PREFIXES = ("/api/v1/threads/", "/library/threads/")
+NAME_PATTERN = "{name}..."
+
+
+def logged_path(path: str) -> str:
+    """The path as the access log writes it: a thread name and what follows replaced by a pattern."""
+    for prefix in _NAMED_PREFIXES:
+        if path.startswith(prefix):
+            return prefix + NAME_PATTERN
+    return path
+
+
 class AccessLog:
     """Logs one line per request: method, path, status, milliseconds."""
 
@@ -144,4 +159,10 @@ class AccessLog:
             await self._app(scope, receive, record)
         finally:
             elapsed = (time.perf_counter() - started) * 1000
-            logger.info("%s %s %d %.1fms", log_safe(scope.get("method")), log_safe(scope.get("path")), status, elapsed)
+            logger.info(
+                "%s %s %d %.1fms",
+                log_safe(scope.get("method")),
+                log_safe(logged_path(str(scope.get("path", "")))),
+                status,
+                elapsed,
+            )

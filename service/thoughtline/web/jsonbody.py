@@ -20,8 +20,10 @@ body from a replayed `receive`.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import re
 from typing import Any
 
 import pydantic_core
@@ -91,6 +93,34 @@ def _maybe_huge(body: bytes) -> bool:
     return any(shape in skeleton for shape in _HUGE_SHAPES)
 
 
+# A \uD800-\uDFFF escape (after an even number of backslashes, so not an escaped backslash).
+_SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u([dD][89a-fA-F][0-9a-fA-F]{2})")
+
+
+def _lone_surrogate(body: bytes) -> str | None:
+    """The first lone surrogate escape in `body`, described (pydantic-core's own text misnames the kind)."""
+    escapes = list(_SURROGATE_ESCAPE.finditer(body))
+    paired: set[int] = set()
+    for first, second in itertools.pairwise(escapes):
+        leading = int(first.group(1), 16) < 0xDC00
+        if (
+            leading
+            and int(second.group(1), 16) >= 0xDC00
+            and second.start() == first.end()
+            and first.start() not in paired
+        ):
+            paired |= {first.start(), second.start()}
+    for escape in escapes:
+        if escape.start() not in paired:
+            code = escape.group(1).decode().lower()
+            kind = "leading (high)" if int(code, 16) < 0xDC00 else "trailing (low)"
+            return (
+                f"a string holds a lone {kind} UTF-16 surrogate escape \\u{code} at byte {escape.start(1) - 2}; "
+                "a surrogate is text only as half of a pair, and JSON bodies must be valid Unicode"
+            )
+    return None
+
+
 def parse_message(body: bytes) -> Any:
     """The decoded JSON value of `body`, or BodyError saying why not (the limits above)."""
     encoding = _foreign_encoding(body)
@@ -104,6 +134,9 @@ def parse_message(body: bytes) -> Any:
             raise BodyError(
                 f"Parse error: the JSON nests deeper than {MAX_DEPTH} levels; {_FIX} nested less deeply."
             ) from None
+        lone = _lone_surrogate(body) if "hex escape" in detail or "surrogate" in detail else None
+        if lone is not None:
+            raise BodyError(f"Parse error: {lone}; {_FIX} with the character itself or a full pair.") from None
         raise BodyError(f"Parse error: {detail[:200]}; {_FIX}.") from None
     # Fewer brackets than the depth limit (counting those inside strings too) cannot nest past it;
     # that is every ordinary tool call, which then skips the walk.
