@@ -25,7 +25,8 @@ from thoughtline.storage import migrations, transfer
 from thoughtline.storage.backup import backup_stores
 from thoughtline.storage.checkup import check_data_dir
 from thoughtline.storage.db import connect, write_transaction
-from thoughtline.storage.router import STORE_SUFFIX, create_store, store_path
+from thoughtline.storage.registry import StoreRegistry, identity_problem
+from thoughtline.storage.router import STORE_SUFFIX, create_store, store_path, user_hint
 
 # A store file appears at a user's first write; a new user's first export usually meets this.
 _NO_STORE_HINT = " (it appears at that user's first thought; pass --data-dir if the server uses another folder)"
@@ -100,7 +101,9 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     now = now_ms(SystemClock())
     try:
         check_file(records, now)  # every rule that needs no store, before one is created
-        if not path.exists():
+        if path.exists():
+            _refuse_unservable(path, args.user, settings)
+        else:
             create_store(path.parents[1], args.user, settings.journal)  # importing is a deliberate creation
         conn = connect(path, settings.journal, create=False)
         try:
@@ -135,6 +138,17 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
         + (f" ({counts['merged_thread']} merged into threads of the same name)" if counts["merged_thread"] else "")
     )
     return 0
+
+
+def _refuse_unservable(path: Path, user: str, settings: Settings) -> None:
+    """Refuse a store the server would refuse to open: records written there could never be served."""
+    conn = connect(path, settings.journal, readonly=True)  # read-only: a refused store is left as it was
+    try:
+        problem = identity_problem(conn, path.name, StoreRegistry(path.parent).lookup(path.name), user_hint(user))
+    finally:
+        conn.close()
+    if problem is not None:
+        raise CommandError(f"{problem}. Nothing was imported; `thoughtline check` shows every store's state.")
 
 
 def _read_export(name: str) -> list[tuple[int, dict[str, object]]]:
