@@ -15,7 +15,6 @@ import shlex
 import socket
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TextIO
 
 import apsw
@@ -34,6 +33,7 @@ from thoughtline.store_commands import (
     cmd_import,
     cmd_new_store,
     cmd_reindex,
+    data_dir_of,
 )
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -147,7 +147,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     settings = settings.with_overrides(
         host=args.host or settings.host,
         port=args.port if args.port is not None else settings.port,
-        data_dir=Path(args.data_dir) if args.data_dir else settings.data_dir,
+        data_dir=data_dir_of(settings, args),
     )
     check_port_free(settings.host, settings.port)
     private_dir(settings.data_dir)  # 0700 before the token, auth database or any store is written
@@ -186,7 +186,7 @@ def cmd_open(settings: Settings, args: argparse.Namespace) -> int:
 
     if args.url and not args.url.startswith(("http://", "https://")):
         raise CommandError(f"--url {args.url!r} must be the server's http(s) origin, e.g. http://127.0.0.1:8000")
-    settings = settings.with_overrides(data_dir=Path(args.data_dir) if args.data_dir else settings.data_dir)
+    settings = settings.with_overrides(data_dir=data_dir_of(settings, args))
     private_dir(settings.data_dir)
     url = one_time_link(settings, SystemClock(), args.url)
     print(f"Sign-in link for your library (works once, within {LINK_TTL_SECONDS:.0f} seconds):")

@@ -36,9 +36,19 @@ class CommandError(Exception):
     """A command cannot do what was asked; the message says why and what to do (exit 1, no traceback)."""
 
 
+def data_dir_of(settings: Settings, args: argparse.Namespace) -> Path:
+    """The data directory: --data-dir when given, else the settings' (THOUGHTLINE_DATA_DIR or ./data)."""
+    if args.data_dir is None:
+        return settings.data_dir
+    if not args.data_dir:
+        # An unset shell variable (`--data-dir "$DIR"`) must not mean ./data: a store would be made there.
+        raise CommandError("--data-dir is empty; pass the folder the server uses, or leave --data-dir out.")
+    return Path(args.data_dir)
+
+
 def _store_file(settings: Settings, args: argparse.Namespace) -> Path:
     _check_user(args.user)
-    return store_path(Path(args.data_dir) if args.data_dir else settings.data_dir, args.user)
+    return store_path(data_dir_of(settings, args), args.user)
 
 
 def _check_user(user: str) -> None:
@@ -192,7 +202,7 @@ def _read_export(name: str) -> list[tuple[int, dict[str, object]]]:
 
 
 def _existing_data_dir(settings: Settings, args: argparse.Namespace) -> Path | None:
-    data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir
+    data_dir = data_dir_of(settings, args)
     if data_dir.is_dir():
         return data_dir
     print(
@@ -240,7 +250,7 @@ def cmd_backup(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_new_store(settings: Settings, args: argparse.Namespace) -> int:
     """Deliberately start a user's store empty (after its file was lost and cannot be restored)."""
     _check_user(args.user)  # a store no caller maps to would be created, and never reached
-    data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir
+    data_dir = data_dir_of(settings, args)
     path = create_store(data_dir, args.user, settings.journal)
     print(f"created an empty store for {args.user} ({path.name})")
     return 0
