@@ -52,3 +52,46 @@ def test_an_empty_data_dir_is_refused_and_nothing_is_made_in_the_default_folder(
     refused(result, "--data-dir is empty")
     assert result.stderr.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_export_to_dash_writes_stdout_and_makes_no_file_named_dash(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    assert run_in(tmp_path, "new-store", "--data-dir", str(data)).returncode == 0
+    result = run_in(tmp_path, "export", "--data-dir", str(data), "-o", "-")
+    assert result.returncode == 0, result.stderr
+    assert '"type": "proposal_ids"' in result.stdout
+    assert not (tmp_path / "-").exists()
+
+
+def test_an_export_with_a_byte_order_mark_imports_from_stdin_as_from_a_file(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    assert run_in(tmp_path, "new-store", "--data-dir", str(data)).returncode == 0
+    exported = run_in(tmp_path, "export", "--data-dir", str(data)).stdout
+    result = run_in(tmp_path, "import", "--data-dir", str(tmp_path / "target"), "-", stdin="\ufeff" + exported)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("imported ")
+
+
+@pytest.mark.parametrize("inside", [".", "stores/sub", "elsewhere"])
+def test_a_backup_inside_the_data_directory_it_copies_is_refused(tmp_path: Path, inside: str) -> None:
+    data = tmp_path / "data"
+    assert run_in(tmp_path, "new-store", "--data-dir", str(data)).returncode == 0
+    before = sorted(p.relative_to(data) for p in data.rglob("*"))
+    refused(run_in(tmp_path, "backup", str(data / inside), "--data-dir", str(data)), "inside the data directory")
+    assert sorted(p.relative_to(data) for p in data.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    "url", ["http://", "http://a b", "http://x/?q=", "http://x/library", "http://x:99999", "ftp://x", ""]
+)
+def test_open_refuses_a_url_that_is_not_an_origin_so_it_never_prints_a_broken_link(tmp_path: Path, url: str) -> None:
+    result = run_in(tmp_path, "open", "--no-browser", "--data-dir", str(tmp_path / "data"), "--url", url)
+    refused(result, "must be the server's http(s) origin")
+    assert result.stdout == ""
+
+
+def test_open_accepts_an_origin_with_a_port_or_a_trailing_slash(tmp_path: Path) -> None:
+    for url in ("http://127.0.0.1:8000", "https://thoughts.example.com/"):
+        result = run_in(tmp_path, "open", "--no-browser", "--data-dir", str(tmp_path / "data"), "--url", url)
+        assert result.returncode == 0, result.stderr
+        assert url.rstrip("/") + "/library/signin?link=" in result.stdout

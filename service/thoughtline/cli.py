@@ -16,6 +16,7 @@ import socket
 import sys
 from collections.abc import Sequence
 from typing import TextIO
+from urllib.parse import urlsplit
 
 import apsw
 
@@ -184,8 +185,11 @@ def cmd_open(settings: Settings, args: argparse.Namespace) -> int:
     from thoughtline.clock import SystemClock
     from thoughtline.pages.session import LINK_TTL_SECONDS, one_time_link
 
-    if args.url and not args.url.startswith(("http://", "https://")):
-        raise CommandError(f"--url {args.url!r} must be the server's http(s) origin, e.g. http://127.0.0.1:8000")
+    if args.url is not None and not _is_origin(args.url):
+        raise CommandError(
+            f"--url {args.url!r} must be the server's http(s) origin (scheme, host and port only), "
+            "e.g. http://127.0.0.1:8000"
+        )
     settings = settings.with_overrides(data_dir=data_dir_of(settings, args))
     private_dir(settings.data_dir)
     url = one_time_link(settings, SystemClock(), args.url)
@@ -194,6 +198,26 @@ def cmd_open(settings: Settings, args: argparse.Namespace) -> int:
     if sys.stdout.isatty() and not args.no_browser:
         _open_on_desktop(url)
     return 0
+
+
+def _is_origin(url: str) -> bool:
+    """Whether `url` is an http(s) origin a sign-in path can be appended to (else the link printed is broken)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError:
+        return False
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and url.isascii()
+        and not any(c.isspace() for c in url)
+        and parts.path in ("", "/")
+        and not parts.query
+        and not parts.fragment
+        and "?" not in url
+        and "#" not in url
+    )
 
 
 def _open_on_desktop(url: str) -> None:

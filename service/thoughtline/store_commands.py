@@ -70,7 +70,8 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
     try:
         if args.output == "":
             raise CommandError("--output is empty; pass a file name, or leave it out to write to stdout.")
-        out: TextIO = _new_private_file(args.output) if args.output else sys.stdout
+        # `-o -` is stdout, as `import -` reads stdin; never a file named "-".
+        out: TextIO = _new_private_file(args.output) if args.output and args.output != "-" else sys.stdout
     except BaseException:
         conn.close()
         raise
@@ -173,6 +174,8 @@ def _read_export(name: str) -> list[tuple[int, dict[str, object]]]:
     records: list[tuple[int, dict[str, object]]] = []
     try:
         for number, line in enumerate(source, start=1):
+            if number == 1:
+                line = line.removeprefix("\ufeff")  # stdin too: the same file, piped, is accepted as by path
             if not line.strip():
                 continue
             try:
@@ -241,7 +244,14 @@ def cmd_backup(settings: Settings, args: argparse.Namespace) -> int:
     else:
         root = data_dir / "stores"
         sources = sorted(root.glob(f"*{STORE_SUFFIX}")) if root.is_dir() else []
-    for name, pages in backup_stores(sources, Path(args.destination), settings.journal):
+    destination = Path(args.destination)
+    inside = destination.resolve()
+    if inside == data_dir.resolve() or data_dir.resolve() in inside.parents:
+        raise CommandError(
+            f"{args.destination} is inside the data directory {data_dir}; a backup there shares the fate of "
+            "the stores it copies. Name a folder outside it. Nothing was backed up."
+        )
+    for name, pages in backup_stores(sources, destination, settings.journal):
         print(f"{name}: {pages} pages copied")
     print(f"{len(sources)} store(s) backed up to {args.destination}")
     return 0
