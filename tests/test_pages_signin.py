@@ -208,10 +208,26 @@ async def test_thoughtline_open_prints_a_link_the_server_accepts(tmp_path: Path)
 
 async def test_with_the_library_off_only_a_sequence_read_by_id_remains(tmp_path: Path) -> None:
     async with running_library(tmp_path, library=False) as library, httpx.AsyncClient() as http:
-        await http.get(library.link())
+        landed = await http.get(library.link(), follow_redirects=True)
+        assert landed.status_code == 200
+        assert "The library is off" in landed.text
+        assert "/library/sequences/&lt;id&gt;" in landed.text
         assert (await http.get(library.url + f"/library/sequences/{library.ids['plan']}")).status_code == 200
-        for path in ("/library", "/library/threads", "/library/threads/caching", "/library/proposals"):
-            assert (await http.get(library.url + path)).status_code == 404, path
+        for path in ("/library/threads", "/library/threads/caching", "/library/proposals", "/library/nothing"):
+            missing = await http.get(library.url + path)
+            assert missing.status_code == 404, path
+            assert missing.headers["content-type"].startswith("text/html")
+            assert "frame-ancestors 'none'" in missing.headers["content-security-policy"]
+
+
+async def test_an_unknown_library_path_or_method_gets_a_page_of_ours(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        await signed_in(library, http)
+        for method, path in (("GET", "/library/nothing/here"), ("POST", "/library"), ("GET", "/library/signout")):
+            answer = await http.request(method, library.url + path, headers={"origin": library.url})
+            assert answer.status_code == 404, (method, path)
+            assert "<h1>Not found</h1>" in answer.text
+            assert answer.headers["x-frame-options"] == "DENY"
 
 
 async def test_the_api_knows_the_session_and_checks_its_changes_like_the_pages(tmp_path: Path) -> None:

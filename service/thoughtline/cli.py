@@ -15,8 +15,8 @@ import shlex
 import socket
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TextIO
+from urllib.parse import urlsplit
 
 import apsw
 
@@ -34,6 +34,7 @@ from thoughtline.store_commands import (
     cmd_import,
     cmd_new_store,
     cmd_reindex,
+    data_dir_of,
 )
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -147,7 +148,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     settings = settings.with_overrides(
         host=args.host or settings.host,
         port=args.port if args.port is not None else settings.port,
-        data_dir=Path(args.data_dir) if args.data_dir else settings.data_dir,
+        data_dir=data_dir_of(settings, args),
     )
     check_port_free(settings.host, settings.port)
     private_dir(settings.data_dir)  # 0700 before the token, auth database or any store is written
@@ -184,9 +185,12 @@ def cmd_open(settings: Settings, args: argparse.Namespace) -> int:
     from thoughtline.clock import SystemClock
     from thoughtline.pages.session import LINK_TTL_SECONDS, one_time_link
 
-    if args.url and not args.url.startswith(("http://", "https://")):
-        raise CommandError(f"--url {args.url!r} must be the server's http(s) origin, e.g. http://127.0.0.1:8000")
-    settings = settings.with_overrides(data_dir=Path(args.data_dir) if args.data_dir else settings.data_dir)
+    if args.url is not None and not _is_origin(args.url):
+        raise CommandError(
+            f"--url {args.url!r} must be the server's http(s) origin (scheme, host and port only), "
+            "e.g. http://127.0.0.1:8000"
+        )
+    settings = settings.with_overrides(data_dir=data_dir_of(settings, args))
     private_dir(settings.data_dir)
     url = one_time_link(settings, SystemClock(), args.url)
     print(f"Sign-in link for your library (works once, within {LINK_TTL_SECONDS:.0f} seconds):")
@@ -194,6 +198,26 @@ def cmd_open(settings: Settings, args: argparse.Namespace) -> int:
     if sys.stdout.isatty() and not args.no_browser:
         _open_on_desktop(url)
     return 0
+
+
+def _is_origin(url: str) -> bool:
+    """Whether `url` is an http(s) origin a sign-in path can be appended to (else the link printed is broken)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError:
+        return False
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and url.isascii()
+        and not any(c.isspace() for c in url)
+        and parts.path in ("", "/")
+        and not parts.query
+        and not parts.fragment
+        and "?" not in url
+        and "#" not in url
+    )
 
 
 def _open_on_desktop(url: str) -> None:

@@ -25,7 +25,8 @@ from thoughtline.storage import migrations, transfer
 from thoughtline.storage.backup import backup_stores
 from thoughtline.storage.checkup import check_data_dir
 from thoughtline.storage.db import connect, write_transaction
-from thoughtline.storage.router import STORE_SUFFIX, create_store, store_path
+from thoughtline.storage.registry import StoreRegistry, identity_problem
+from thoughtline.storage.router import STORE_SUFFIX, create_store, store_path, user_hint
 
 # A store file appears at a user's first write; a new user's first export usually meets this.
 _NO_STORE_HINT = " (it appears at that user's first thought; pass --data-dir if the server uses another folder)"
@@ -35,9 +36,19 @@ class CommandError(Exception):
     """A command cannot do what was asked; the message says why and what to do (exit 1, no traceback)."""
 
 
+def data_dir_of(settings: Settings, args: argparse.Namespace) -> Path:
+    """The data directory: --data-dir when given, else the settings' (THOUGHTLINE_DATA_DIR or ./data)."""
+    if args.data_dir is None:
+        return settings.data_dir
+    if not args.data_dir:
+        # An unset shell variable (`--data-dir "$DIR"`) must not mean ./data: a store would be made there.
+        raise CommandError("--data-dir is empty; pass the folder the server uses, or leave --data-dir out.")
+    return Path(args.data_dir)
+
+
 def _store_file(settings: Settings, args: argparse.Namespace) -> Path:
     _check_user(args.user)
-    return store_path(Path(args.data_dir) if args.data_dir else settings.data_dir, args.user)
+    return store_path(data_dir_of(settings, args), args.user)
 
 
 def _check_user(user: str) -> None:
@@ -59,7 +70,8 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
     try:
         if args.output == "":
             raise CommandError("--output is empty; pass a file name, or leave it out to write to stdout.")
-        out: TextIO = _new_private_file(args.output) if args.output else sys.stdout
+        # `-o -` is stdout, as `import -` reads stdin; never a file named "-".
+        out: TextIO = _new_private_file(args.output) if args.output and args.output != "-" else sys.stdout
     except BaseException:
         conn.close()
         raise
@@ -100,7 +112,9 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     now = now_ms(SystemClock())
     try:
         check_file(records, now)  # every rule that needs no store, before one is created
-        if not path.exists():
+        if path.exists():
+            _refuse_unservable(path, args.user, settings)
+        else:
             create_store(path.parents[1], args.user, settings.journal)  # importing is a deliberate creation
         conn = connect(path, settings.journal, create=False)
         try:
@@ -137,6 +151,17 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_unservable(path: Path, user: str, settings: Settings) -> None:
+    """Refuse a store the server would refuse to open: records written there could never be served."""
+    conn = connect(path, settings.journal, readonly=True)  # read-only: a refused store is left as it was
+    try:
+        problem = identity_problem(conn, path.name, StoreRegistry(path.parent).lookup(path.name), user_hint(user))
+    finally:
+        conn.close()
+    if problem is not None:
+        raise CommandError(f"{problem}. Nothing was imported; `thoughtline check` shows every store's state.")
+
+
 def _read_export(name: str) -> list[tuple[int, dict[str, object]]]:
     """The records of an export file (or stdin for `-`) with their line numbers, refusing anything else."""
     try:
@@ -149,6 +174,8 @@ def _read_export(name: str) -> list[tuple[int, dict[str, object]]]:
     records: list[tuple[int, dict[str, object]]] = []
     try:
         for number, line in enumerate(source, start=1):
+            if number == 1:
+                line = line.removeprefix("\ufeff")  # stdin too: the same file, piped, is accepted as by path
             if not line.strip():
                 continue
             try:
@@ -178,7 +205,7 @@ def _read_export(name: str) -> list[tuple[int, dict[str, object]]]:
 
 
 def _existing_data_dir(settings: Settings, args: argparse.Namespace) -> Path | None:
-    data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir
+    data_dir = data_dir_of(settings, args)
     if data_dir.is_dir():
         return data_dir
     print(
@@ -217,7 +244,14 @@ def cmd_backup(settings: Settings, args: argparse.Namespace) -> int:
     else:
         root = data_dir / "stores"
         sources = sorted(root.glob(f"*{STORE_SUFFIX}")) if root.is_dir() else []
-    for name, pages in backup_stores(sources, Path(args.destination), settings.journal):
+    destination = Path(args.destination)
+    inside = destination.resolve()
+    if inside == data_dir.resolve() or data_dir.resolve() in inside.parents:
+        raise CommandError(
+            f"{args.destination} is inside the data directory {data_dir}; a backup there shares the fate of "
+            "the stores it copies. Name a folder outside it. Nothing was backed up."
+        )
+    for name, pages in backup_stores(sources, destination, settings.journal):
         print(f"{name}: {pages} pages copied")
     print(f"{len(sources)} store(s) backed up to {args.destination}")
     return 0
@@ -226,7 +260,7 @@ def cmd_backup(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_new_store(settings: Settings, args: argparse.Namespace) -> int:
     """Deliberately start a user's store empty (after its file was lost and cannot be restored)."""
     _check_user(args.user)  # a store no caller maps to would be created, and never reached
-    data_dir = Path(args.data_dir) if args.data_dir else settings.data_dir
+    data_dir = data_dir_of(settings, args)
     path = create_store(data_dir, args.user, settings.journal)
     print(f"created an empty store for {args.user} ({path.name})")
     return 0

@@ -49,6 +49,8 @@ logger = logging.getLogger(__name__)
 View = Callable[[Request, Session, Source], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
+# A function endpoint serves only GET unless told otherwise (Starlette adds HEAD).
+_ANY_METHOD = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 CONFLICTS = frozenset({"thread_exists", "thread_archived", "branch_conflict", "idempotency_conflict"})
 # The two assets, each one file of ours assembled from ui/: what the App shares comes first.
 ASSET_PARTS = {
@@ -143,7 +145,12 @@ class LibraryPages:
             Route("/library/sequences/{sequence_id}", page(views.sequence_page), methods=["GET"]),
         ]
         if not self.settings.library:
-            return [*routes, Route("/library/sequences/{sequence_id}/{step}", _steps(sequence_steps), methods=["POST"])]
+            return [
+                *routes,
+                Route("/library/sequences/{sequence_id}/{step}", _steps(sequence_steps), methods=["POST"]),
+                Route("/library", page(_library_off), methods=["GET"]),  # where signing in lands
+                *_not_found_routes(),
+            ]
         sequence_steps.update(dict.fromkeys(("pin", "unpin"), act(actions.membership)))
         return [
             *routes,
@@ -163,6 +170,7 @@ class LibraryPages:
                 _steps(dict.fromkeys(("accept", "reject"), act(actions.review))),
                 methods=["POST"],
             ),
+            *_not_found_routes(),
         ]
 
     def close(self) -> None:
@@ -181,6 +189,27 @@ class LibraryPages:
 def _route(request: Request) -> str:
     """The route's pattern (never the path itself: it carries thread names)."""
     return str(getattr(request.scope.get("route"), "path", "?"))
+
+
+async def _library_off(request: Request, session: Session, source: Source) -> Response:
+    """/library with the library off: what is left, instead of a bare 404 after signing in."""
+    text = (
+        "This server runs with THOUGHTLINE_LIBRARY=off, so there is no list, search, threads or proposals. "
+        "A sequence is still read by its id at /library/sequences/<id> (the id is in the tool results)."
+    )
+    return message_page("The library is off", text, status=200, session=session)
+
+
+async def _not_found(request: Request) -> Response:
+    return message_page("Not found", "There is no page here; the library starts at /library.", status=404)
+
+
+def _not_found_routes() -> list[BaseRoute]:
+    """Last of the group: any other /library path (or method) gets a page of ours, with its headers.
+
+    Without them Starlette answers in plain text, without the pages' security headers.
+    """
+    return [Route(path, _not_found, methods=_ANY_METHOD) for path in ("/library", "/library/{rest:path}")]
 
 
 def _steps(table: dict[str, Endpoint]) -> Endpoint:

@@ -75,6 +75,8 @@ class Source:
         self, *, status: str | None, thread: str | None, limit: int, cursor: str | None
     ) -> dict[str, Any]:
         """A page of recent sequences, newest first, each with the threads it belongs to."""
+        if thread is not None:
+            thread = check_name(thread, "thread")  # a name no thread can hold is a mistake, as in the API
         async with self._store() as opened:
             page = await sequences.list_sequences(opened, status, thread, limit, cursor)
             badges = await thread_badges(opened, page.sequences)
@@ -162,7 +164,9 @@ class Source:
         """Pin a sequence to a thread (addedBy user), or unpin it."""
         sequence = require_sequence_id({"sequenceId": sequence_id})
         async with self._store() as opened:
-            await threads.set_membership(opened, self.periods, self._now(), check_name(name), sequence, member)
+            await threads.set_membership(
+                opened, self.periods, self._now(), check_name(name, "thread"), sequence, member
+            )
 
     async def lifecycle(self, sequence_id: str, action: str) -> None:
         """Pause, resume, complete or abandon a sequence."""

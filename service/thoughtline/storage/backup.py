@@ -18,7 +18,7 @@ import apsw
 from thoughtline.config import Journal
 from thoughtline.storage.db import StorageError, connect
 from thoughtline.storage.files import create_private_file, fsync_dir, private_dir, remove_quietly
-from thoughtline.storage.registry import StoreRegistry
+from thoughtline.storage.registry import Created, StoreRegistry, identity_problem
 
 
 def prepare_destination(dest: Path) -> Path:
@@ -28,14 +28,24 @@ def prepare_destination(dest: Path) -> Path:
     return private_dir(private_dir(dest) / "stores")
 
 
-def backup_store(source: Path, dest_stores: Path, journal: Journal) -> int:
-    """Copy one store file into `dest_stores` under the same name; returns the pages copied."""
+def backup_store(source: Path, dest_stores: Path, journal: Journal, recorded: Created | None = None) -> int:
+    """Copy one store file into `dest_stores` under the same name; returns the pages copied.
+
+    `recorded`: the source's creation record. A file that is not that store (the server refuses
+    it) is refused here too: its copy, restored, would be refused just the same.
+    """
     final = dest_stores / source.name
     partial = dest_stores / (source.name + ".partial")
-    remove_quietly(partial)
-    create_private_file(partial)
     src = connect(source, journal, readonly=True)
     try:
+        problem = identity_problem(src, source.name, recorded, "--user <its user key>")
+        if problem is not None:
+            raise StorageError(
+                f"{problem}; run `thoughtline check` to see every store's state, and `thoughtline backup --user …` "
+                "to back up the others one at a time"
+            )
+        remove_quietly(partial)
+        create_private_file(partial)
         dst = apsw.Connection(str(partial))
         try:
             with dst.backup("main", src, "main") as step:
@@ -83,7 +93,7 @@ def backup_stores(sources: list[Path], dest: Path, journal: Journal) -> list[tup
     done: list[tuple[str, int]] = []
     try:
         for source in sources:
-            done.append((source.name, backup_store(source, dest_stores, journal)))
+            done.append((source.name, backup_store(source, dest_stores, journal, recorded.get(source.name))))
             if source.name in recorded:
                 copy.keep(recorded[source.name])
     except (StorageError, OSError) as exc:

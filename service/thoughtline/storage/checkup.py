@@ -19,14 +19,7 @@ from thoughtline.domain.record_fields import RecordProblem
 from thoughtline.domain.thread_names import name_key
 from thoughtline.storage import migrations, transfer
 from thoughtline.storage.db import StorageError, connect
-from thoughtline.storage.registry import (
-    UNSTAMPED,
-    Created,
-    StoreRegistry,
-    missing_message,
-    replaced_message,
-    stamped_id,
-)
+from thoughtline.storage.registry import Created, StoreRegistry, identity_problem, missing_message
 from thoughtline.storage.router import STORE_SUFFIX
 
 # A store written on a host whose clock ran a little ahead is not damaged.
@@ -56,8 +49,10 @@ def check_store(
         return [f"{exc}; restore it from a backup" if exc.kind == "damaged" else str(exc)]
     try:
         problems = transfer.integrity_problems(conn)
-        if recorded is not None and recorded.store_id != UNSTAMPED and stamped_id(conn) != recorded.store_id:
-            problems.append(replaced_message(path.name))
+        identity = identity_problem(conn, path.name, recorded, "--user <its user key>")
+        if identity is not None:
+            # The server refuses this file whatever its schema: advice to open it would mislead.
+            return [*problems, identity]
         recorded_names = migrations.applied_migrations(conn)
         names = [m.name for m in known]
         newer = [n for n in recorded_names if n not in names]

@@ -107,6 +107,29 @@ def missing_message(name: str, created: Created, user_hint: str) -> str:
     )
 
 
+def identity_problem(conn: apsw.Connection, name: str, recorded: Created | None, user_hint: str) -> str | None:
+    """Why the file open on `conn` is not the store recorded as `name`, or None when it is.
+
+    The one identity check: the server refuses to open such a store, so `import`, `backup` and
+    `check` hold a store to it too (a command that wrote into it would report a success no
+    caller could ever see).
+    """
+    if recorded is None or recorded.store_id == UNSTAMPED or stamped_id(conn) == recorded.store_id:
+        return None
+    if not conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall():
+        return emptied_message(name, user_hint)
+    return replaced_message(name)
+
+
+def emptied_message(name: str, user_hint: str) -> str:
+    """What to say when a recorded store's file holds nothing (truncated or emptied)."""
+    return (
+        f"the store file {name} is empty (no tables: it was truncated or emptied), so everything recorded in it "
+        "is gone from this file. The operator should restore it from a backup; or, to start it empty, delete "
+        f"the file and run `thoughtline new-store {user_hint}`"
+    )
+
+
 def replaced_message(name: str) -> str:
     """What to say when the file at a store's path is a different store."""
     return (

@@ -33,11 +33,10 @@ from thoughtline.storage.db import StorageError, Writer, connect, write_transact
 from thoughtline.storage.files import create_private_file, private_dir
 from thoughtline.storage.reads import READ_POOL_SIZE, ReadPool
 from thoughtline.storage.registry import (
-    UNSTAMPED,
     Created,
     StoreRegistry,
+    identity_problem,
     missing_message,
-    replaced_message,
     stamped_id,
 )
 
@@ -206,7 +205,7 @@ class StoreRouter:
         writer = Writer(path, self._journal, create=False)
         if self._keyword_batches:
             writer.set_group_hooks(search_store.begin_keyword_batch, search_store.index_queued_keywords)
-        writer.start(lambda conn: self._prepare(conn, path.name, recorded))
+        writer.start(lambda conn: self._prepare(conn, path.name, recorded, user_key))
         opened = UserStore(path=path, writer=writer, reads=ReadPool(path, self._journal, guard=writer.check_file))
 
         def committed() -> None:
@@ -216,9 +215,10 @@ class StoreRouter:
         writer.set_on_commit(committed)
         return opened
 
-    def _prepare(self, conn: apsw.Connection, name: str, recorded: Created | None) -> None:
-        if recorded is not None and recorded.store_id != UNSTAMPED and stamped_id(conn) != recorded.store_id:
-            raise StorageError(replaced_message(name), "damaged")
+    def _prepare(self, conn: apsw.Connection, name: str, recorded: Created | None, user_key: str) -> None:
+        problem = identity_problem(conn, name, recorded, user_hint(user_key))
+        if problem is not None:
+            raise StorageError(problem, "damaged")
         migrations.migrate(conn, self._migrations)
         if recorded is None:
             self._registry.record(name, stamped_id(conn))
