@@ -227,6 +227,30 @@ async def test_a_parent_link_is_set_once_and_never_makes_a_sequence_its_own_ance
     assert (await header(client, other))["childSequenceIds"] == []
 
 
+async def test_a_sub_agent_keeps_writing_with_its_recorded_parent_after_the_parent_is_deleted(client: Client) -> None:
+    parent = structured(await think(client, thought="orchestrator"))["sequenceId"]
+    child = structured(await think(client, thought="sub-agent", parentSequenceId=parent))["sequenceId"]
+    other = structured(await think(client, thought="another orchestrator"))["sequenceId"]
+    await client.call_tool("delete_thought_sequence", {"sequenceId": parent, "confirm": True})
+    again = await think(client, sequenceId=child, thoughtNumber=2, parentSequenceId=parent)
+    assert not again.is_error, text(again)
+    # The link stays set once: it is shown as deleted, and no later call re-parents the sub-agent.
+    shown = await header(client, child)
+    assert (shown["parentSequenceId"], shown["parentDeleted"]) == (parent, True)
+    page = await client.call_tool("get_thought_history", {"sequenceId": child})
+    assert f"Sub-agent of {parent} (deleted)" in text(page)
+    listed = structured(await client.call_tool("manage_sequence", {"action": "list"}))["sequences"]
+    assert [s.get("parentDeleted") for s in listed if s["sequenceId"] == child] == [True]
+    moved = await think(client, sequenceId=child, thoughtNumber=3, parentSequenceId=other)
+    assert await error_code(moved) == "invalid_input"
+    assert f"already has parent {parent}" in text(moved)
+    assert await count(client, child) == 2
+    # A sequence that never had that parent cannot take a deleted one.
+    fresh = await think(client, thought="late sub-agent", parentSequenceId=parent)
+    assert await error_code(fresh) == "sequence_not_found"
+    assert "parentDeleted" not in await header(client, other)
+
+
 async def test_delete_needs_confirm_and_removes_everything(client: Client) -> None:
     seq = structured(await think(client))["sequenceId"]
     await think(client, sequenceId=seq, thoughtNumber=2, branchId="b", branchFromThought=1)

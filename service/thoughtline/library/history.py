@@ -24,12 +24,16 @@ from thoughtline.storage.thoughts import SequenceRow
 
 @dataclass(frozen=True)
 class SequenceHeader:
-    """A sequence as history heads it: its row, its sub-agents, threads and branches."""
+    """A sequence as history heads it: its row, its sub-agents, threads and branches.
+
+    `parent_deleted`: its stored parent link names a sequence deleted since.
+    """
 
     sequence: SequenceRow
     child_sequence_ids: tuple[str, ...]
     threads: tuple[str, ...]
     branches: tuple[BranchSummary, ...]
+    parent_deleted: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,7 @@ def page(conn: apsw.Connection, inp: HistoryInput) -> HistoryPage:
         child_sequence_ids=tuple(history_store.child_sequence_ids(conn, seq.public_id)),
         threads=tuple(history_store.thread_names(conn, seq.rowid)),
         branches=tuple(history_store.branch_summaries(conn, seq.rowid)),
+        parent_deleted=store.parent_deleted(conn, seq.parent_public_id),
     )
     return HistoryPage(header, tuple(shown), next_cursor)
 

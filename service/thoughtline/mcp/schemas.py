@@ -190,6 +190,11 @@ HISTORY_OUTPUT = _obj(
                 "createdAt": {"type": "string"},
                 "updatedAt": {"type": "string"},
                 "parentSequenceId": nullable({"type": "string"}),
+                "parentDeleted": {
+                    "type": "boolean",
+                    "description": "Present (true) when parentSequenceId names a sequence deleted since; the link "
+                    "stays, as a parent is set once, and this sequence's calls may keep repeating it.",
+                },
                 "kind": {**nullable({"type": "string"}), "description": "The sequence's free label, null without one."},
                 "childSequenceIds": {"type": "array", "items": {"type": "string"}},
                 "threads": {"type": "array", "items": {"type": "string"}},

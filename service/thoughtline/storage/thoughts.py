@@ -107,6 +107,17 @@ def parent_of(conn: apsw.Connection, public_id: str) -> str | None:
     return str(found[0][0]) if found and found[0][0] is not None else None
 
 
+def parent_deleted(conn: apsw.Connection, parent_public_id: str | None) -> bool:
+    """Whether a stored parent link names a sequence that no longer exists (deleted since).
+
+    The link itself is kept: a parent is set once (`check_parent`), so clearing it would let a
+    later call re-parent the sub-agent, and the sub-agent may keep repeating the id it recorded.
+    """
+    return parent_public_id is not None and not rows(
+        conn, "SELECT 1 FROM sequences WHERE public_id = ?", (parent_public_id,)
+    )
+
+
 def get_branches(conn: apsw.Connection, seq_rowid: int) -> dict[str, BranchInfo]:
     """All branches of a sequence by name."""
     found = rows(
@@ -251,7 +262,10 @@ def append_thought(
             )
     if seq is not None:
         state = SequenceState(seq.public_id, seq.status, seq.thought_count, get_branches(conn, seq.rowid))
-    if inp.parent_sequence_id is not None:
+    # A repeat of the stored parent is accepted first: the link is set once, and a parent deleted
+    # since must not lock its sub-agent out of the calls that keep sending the id it recorded.
+    repeats_parent = seq is not None and inp.parent_sequence_id == seq.parent_public_id
+    if inp.parent_sequence_id is not None and not repeats_parent:
         if get_sequence(conn, inp.parent_sequence_id) is None:
             raise DomainError(
                 "sequence_not_found",
