@@ -206,7 +206,12 @@ def _replay(conn: apsw.Connection, inp: ThoughtInput, origin: str | None) -> dic
     return replayed
 
 
-def _thread_ids(conn: apsw.Connection, names: Iterable[str]) -> list[int]:
+def _thread_ids(conn: apsw.Connection, names: Iterable[str], seq_rowid: int | None) -> list[int]:
+    """The threads a write names, refusing unknown ones and archived ones it would join.
+
+    An archived thread refuses new membership only (SPEC §5.3): a sequence already its member
+    (`seq_rowid`, None for a new sequence) may keep naming it, as agents send `threads` on every call.
+    """
     ids: list[int] = []
     for name in names:
         found = rows(conn, "SELECT id, name, status FROM threads WHERE name_key = ?", (name_key(name),))
@@ -216,7 +221,7 @@ def _thread_ids(conn: apsw.Connection, names: Iterable[str]) -> list[int]:
                 f"thread '{name}' does not exist; threads are never created implicitly — "
                 "create it first with configure_thread, or drop it from 'threads'.",
             )
-        if found[0][2] == "archived":
+        if found[0][2] == "archived" and not _is_member(conn, found[0][0], seq_rowid):
             raise DomainError(
                 "thread_archived",
                 f"thread '{found[0][1]}' is archived and takes no new sequences; unarchive it with "
@@ -224,6 +229,12 @@ def _thread_ids(conn: apsw.Connection, names: Iterable[str]) -> list[int]:
             )
         ids.append(found[0][0])
     return ids
+
+
+def _is_member(conn: apsw.Connection, thread: int, seq_rowid: int | None) -> bool:
+    return seq_rowid is not None and bool(
+        rows(conn, "SELECT 1 FROM thread_members WHERE thread = ? AND sequence_id = ?", (thread, seq_rowid))
+    )
 
 
 def append_thought(
@@ -280,7 +291,7 @@ def append_thought(
         )
     if inp.kind is not None and seq is not None:
         check_kind(seq.public_id, seq.kind, inp.kind)
-    thread_ids = _thread_ids(conn, inp.threads)
+    thread_ids = _thread_ids(conn, inp.threads, seq.rowid if seq is not None else None)
     finder = make_finder(conn, seq.rowid) if seq is not None else _no_thoughts
     try:
         plan = plan_thought(inp, state, finder)
