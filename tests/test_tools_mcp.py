@@ -133,7 +133,33 @@ async def test_writing_after_the_final_thought_reopens_with_a_note(client: Clien
     assert page["sequence"]["completed"] is True
     result = await think(client, sequenceId=seq, thoughtNumber=2)
     assert structured(result)["reopened"] is True
-    assert "Note: this sequence had ended" in text(result)
+    assert "Note: this sequence was completed; this thought reopens it" in text(result)
+
+
+async def test_reopened_is_flagged_only_when_the_write_changes_an_ended_status(client: Client) -> None:
+    async def status(seq: str) -> str:
+        return str((await header(client, seq))["status"])
+
+    done = structured(await think(client, thought="root", totalThoughts=2))["sequenceId"]
+    await think(client, sequenceId=done, thoughtNumber=2, totalThoughts=2, nextThoughtNeeded=False)
+    final_again = await think(client, sequenceId=done, thoughtNumber=3, nextThoughtNeeded=False)
+    assert "reopened" not in structured(final_again)
+    assert "Note: this sequence" not in text(final_again)
+    assert await status(done) == "completed"
+
+    dropped = structured(await think(client, thought="root"))["sequenceId"]
+    await client.call_tool("manage_sequence", {"action": "abandon", "sequenceId": dropped})
+    revived = await think(client, sequenceId=dropped, thoughtNumber=2)
+    assert structured(revived)["reopened"] is True
+    assert "Note: this sequence was abandoned; this thought reopens it" in text(revived)
+    assert await status(dropped) == "active"
+
+    closed = structured(await think(client, thought="root"))["sequenceId"]
+    await client.call_tool("manage_sequence", {"action": "complete", "sequenceId": closed})
+    reopened = await think(client, sequenceId=closed, thoughtNumber=2)
+    assert structured(reopened)["reopened"] is True
+    assert "nextThoughtNeeded was false" not in text(reopened)
+    assert "Note: this sequence was completed; this thought reopens it" in text(reopened)
 
 
 async def test_reused_number_is_flagged_and_later_references_mean_the_newest(client: Client) -> None:
