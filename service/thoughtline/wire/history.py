@@ -27,6 +27,7 @@ def header_json(header: SequenceHeader) -> dict[str, Any]:
         **({"parentDeleted": True} if header.parent_deleted else {}),
         "kind": seq.kind,
         "childSequenceIds": list(header.child_sequence_ids),
+        "childSequenceCount": header.child_sequence_count,
         "threads": list(header.threads),
         "branches": [
             {
