@@ -14,10 +14,12 @@ from tests.import_support import execute, query, run, written_store
 from thoughtline.domain.arguments import ThoughtInput
 from thoughtline.domain.thread_names import name_key
 from thoughtline.errors import DomainError
+from thoughtline.identity import OWNER_KEY
 from thoughtline.storage import migrations
 from thoughtline.storage.checkup import record_problems
 from thoughtline.storage.db import connect
-from thoughtline.storage.thoughts import append_thought
+from thoughtline.storage.router import store_path
+from thoughtline.storage.thoughts import append_thought, delete_sequence
 
 YEAR_2100 = 4_102_444_800_000
 
@@ -161,3 +163,26 @@ def test_every_fork_and_revision_the_tools_write_passes_the_import_rules(
         assert record_problems(conn, 10_000) == []
     finally:
         conn.close()
+
+
+def test_a_sub_agent_whose_parent_was_deleted_checks_ok_and_round_trips(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Deleting a parent keeps its sub-agents' links (set once, SPEC §5.2): check and import accept them.
+    data = tmp_path / "data"
+    a, b = written_store(data)
+    execute(data, "UPDATE sequences SET parent_public_id = ? WHERE public_id = ?", (a, b))
+    conn = connect(store_path(data, OWNER_KEY), "wal")
+    try:
+        with conn:
+            assert delete_sequence(conn, a) == 3
+    finally:
+        conn.close()
+    assert run(capsys, "check", "--data-dir", str(data)).code == 0
+    out = tmp_path / "export.jsonl"
+    assert run(capsys, "export", "--data-dir", str(data), "-o", str(out)).code == 0
+    other = tmp_path / "other"
+    imported = run(capsys, "import", "--data-dir", str(other), str(out))
+    assert imported.code == 0, imported.out + imported.err
+    assert query(other, "SELECT parent_public_id FROM sequences WHERE public_id = ?", (b,)) == [(a,)]
+    assert run(capsys, "check", "--data-dir", str(other)).code == 0

@@ -128,3 +128,18 @@ async def test_transcript_text_lists_title_branches_and_thoughts(server: ThreadS
         assert lines[0] == "Why is the cache cold?"
         assert "Branch warm: from thought 1 of the main path" in lines
         assert "#2 · Thought 2/10 · branch warm" in lines
+
+
+async def test_a_parent_with_more_sub_agents_than_are_listed_says_how_many_there_are(server: ThreadServer) -> None:
+    async with mcp_client(server.base_url) as client:
+        parent = await write(client, None, 1, "orchestrator")
+        children = [await write(client, None, 1, f"sub-agent {i}", parentSequenceId=parent) for i in range(103)]
+        result = await client.call_tool("get_thought_history", {"sequenceId": parent})
+        child_page = structured(
+            await client.call_tool("get_thought_history", {"sequenceId": children[0], "branchId": "main"})
+        )
+    header = structured(result)["sequence"]
+    assert header["childSequenceIds"] == children[:100]
+    assert header["childSequenceCount"] == 103
+    assert "Sub-agent sequences: 103 (the first 100 are listed in childSequenceIds)" in text(result)
+    assert child_page["sequence"]["childSequenceCount"] == 0

@@ -302,6 +302,24 @@ async def test_manage_sequence_errors_name_the_problem(h: LibraryHarness) -> Non
     assert "'sequenceId' is required" in text(missing)
 
 
+async def test_an_argument_of_another_action_is_refused_naming_the_actions_that_take_it(h: LibraryHarness) -> None:
+    seq = await h.write_sequence(["Keep going."])
+    await h.ok("manage_sequence", {"action": "resume", "sequenceId": seq})
+    paused = await h.call("manage_sequence", {"action": "pause", "sequenceId": seq, "status": "completed"})
+    assert text(paused) == (
+        "invalid_input: 'status' does not apply to action 'pause' (it takes: sequenceId); "
+        "'status' is for action 'list'. Drop it, or use that action."
+    )
+    listed = await h.call("manage_sequence", {"action": "list", "sequenceId": seq})
+    assert text(listed).startswith("invalid_input: 'sequenceId' does not apply to action 'list'")
+    assert "'pause' / 'resume' / 'complete' / 'abandon'" in text(listed)
+    still = await h.ok("manage_sequence", {"action": "list"})
+    assert [s["status"] for s in still["sequences"] if s["sequenceId"] == seq] == ["active"]
+    # A null is not an argument sent (strict clients send one for every unset field).
+    quiet = await h.ok("manage_sequence", {"action": "pause", "sequenceId": seq, "status": None, "thread": None})
+    assert quiet["status"] == "paused"
+
+
 async def test_list_shows_recent_sequences_by_status(h: LibraryHarness) -> None:
     a = await h.write_sequence(["First topic."])
     b = await h.write_sequence(["Second topic."])

@@ -12,6 +12,7 @@ from thoughtline.domain.thinking import (
     headline,
     lineage,
     make_title,
+    notes,
     plan_thought,
     resolve,
     resolve_from,
@@ -168,6 +169,30 @@ def test_flags_reopen_reuse_and_raised_total(book: Book) -> None:
     assert (plan.reopened, plan.number_reused, plan.total_raised, plan.total_thoughts) == (True, False, True, 12)
     again = plan_thought(thought(3), book.state(), book.find)
     assert again.number_reused
+
+
+@pytest.mark.parametrize(
+    ("was", "keeps_going", "reopened", "left", "note"),
+    [
+        ("completed", True, True, "completed", "Note: this sequence was completed; this thought reopens it"),
+        ("abandoned", True, True, "abandoned", "Note: this sequence was abandoned; this thought reopens it"),
+        ("abandoned", False, False, "abandoned", "this final thought marks it completed"),
+        ("completed", False, False, None, None),
+        ("active", True, False, None, None),
+        ("paused", False, False, None, None),
+    ],
+)
+def test_only_a_write_that_changes_an_ended_status_is_flagged_and_the_note_says_what_it_was(
+    book: Book, was: str, keeps_going: bool, reopened: bool, left: str | None, note: str | None
+) -> None:
+    inp = ThoughtInput("x", keeps_going, 6, 10, sequence_id="seq_" + "0" * 32)
+    plan = plan_thought(inp, book.state(was), book.find)
+    assert (plan.reopened, plan.left_status) == (reopened, left)
+    said = [line for line in notes(inp, plan) if "this sequence was" in line]
+    assert len(said) == (0 if note is None else 1)
+    if note is not None:
+        assert note in said[0]
+        assert "nextThoughtNeeded" not in said[0]
 
 
 def test_first_thought_of_a_new_sequence_cannot_branch_or_revise() -> None:

@@ -56,6 +56,27 @@ async def test_an_unknown_or_archived_thread_writes_nothing(
     assert app.counts() == before
 
 
+async def test_a_member_of_an_archived_thread_keeps_naming_it_while_a_new_join_is_refused(app: Served) -> None:
+    async with connected(app) as client:
+        await create(client, "arch")
+        member = await think(client, threads=["arch"])
+        pinned = await think(client)
+        await call(client, "configure_thread", action="pin", name="arch", sequenceId=pinned)
+        outsider = await think(client)
+        await call(client, "configure_thread", action="archive", name="arch")
+        for seq in (member, pinned):
+            await think(client, "still on it", 2, sequenceId=seq, threads=["arch"])
+        before = app.counts()
+        got, message = await refused(
+            client, "sequentialthinking", **{**FIRST, "thoughtNumber": 2, "sequenceId": outsider, "threads": ["arch"]}
+        )
+        brief = await call(client, "thread_briefing", name="arch")
+    assert got == "thread_archived"
+    assert "takes no new sequences" in message
+    assert app.counts() == before
+    assert sorted(m["sequenceId"] for m in brief["members"]) == sorted([member, pinned])
+
+
 async def test_a_refused_join_stores_no_request_id_so_a_retry_after_creating_the_thread_writes_once(
     app: Served,
 ) -> None:

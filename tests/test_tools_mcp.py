@@ -133,7 +133,33 @@ async def test_writing_after_the_final_thought_reopens_with_a_note(client: Clien
     assert page["sequence"]["completed"] is True
     result = await think(client, sequenceId=seq, thoughtNumber=2)
     assert structured(result)["reopened"] is True
-    assert "Note: this sequence had ended" in text(result)
+    assert "Note: this sequence was completed; this thought reopens it" in text(result)
+
+
+async def test_reopened_is_flagged_only_when_the_write_changes_an_ended_status(client: Client) -> None:
+    async def status(seq: str) -> str:
+        return str((await header(client, seq))["status"])
+
+    done = structured(await think(client, thought="root", totalThoughts=2))["sequenceId"]
+    await think(client, sequenceId=done, thoughtNumber=2, totalThoughts=2, nextThoughtNeeded=False)
+    final_again = await think(client, sequenceId=done, thoughtNumber=3, nextThoughtNeeded=False)
+    assert "reopened" not in structured(final_again)
+    assert "Note: this sequence" not in text(final_again)
+    assert await status(done) == "completed"
+
+    dropped = structured(await think(client, thought="root"))["sequenceId"]
+    await client.call_tool("manage_sequence", {"action": "abandon", "sequenceId": dropped})
+    revived = await think(client, sequenceId=dropped, thoughtNumber=2)
+    assert structured(revived)["reopened"] is True
+    assert "Note: this sequence was abandoned; this thought reopens it" in text(revived)
+    assert await status(dropped) == "active"
+
+    closed = structured(await think(client, thought="root"))["sequenceId"]
+    await client.call_tool("manage_sequence", {"action": "complete", "sequenceId": closed})
+    reopened = await think(client, sequenceId=closed, thoughtNumber=2)
+    assert structured(reopened)["reopened"] is True
+    assert "nextThoughtNeeded was false" not in text(reopened)
+    assert "Note: this sequence was completed; this thought reopens it" in text(reopened)
 
 
 async def test_reused_number_is_flagged_and_later_references_mean_the_newest(client: Client) -> None:
@@ -225,6 +251,30 @@ async def test_a_parent_link_is_set_once_and_never_makes_a_sequence_its_own_ance
     again = await think(client, sequenceId=child, thoughtNumber=2, parentSequenceId=parent)
     assert not again.is_error
     assert (await header(client, other))["childSequenceIds"] == []
+
+
+async def test_a_sub_agent_keeps_writing_with_its_recorded_parent_after_the_parent_is_deleted(client: Client) -> None:
+    parent = structured(await think(client, thought="orchestrator"))["sequenceId"]
+    child = structured(await think(client, thought="sub-agent", parentSequenceId=parent))["sequenceId"]
+    other = structured(await think(client, thought="another orchestrator"))["sequenceId"]
+    await client.call_tool("delete_thought_sequence", {"sequenceId": parent, "confirm": True})
+    again = await think(client, sequenceId=child, thoughtNumber=2, parentSequenceId=parent)
+    assert not again.is_error, text(again)
+    # The link stays set once: it is shown as deleted, and no later call re-parents the sub-agent.
+    shown = await header(client, child)
+    assert (shown["parentSequenceId"], shown["parentDeleted"]) == (parent, True)
+    page = await client.call_tool("get_thought_history", {"sequenceId": child})
+    assert f"Sub-agent of {parent} (deleted)" in text(page)
+    listed = structured(await client.call_tool("manage_sequence", {"action": "list"}))["sequences"]
+    assert [s.get("parentDeleted") for s in listed if s["sequenceId"] == child] == [True]
+    moved = await think(client, sequenceId=child, thoughtNumber=3, parentSequenceId=other)
+    assert await error_code(moved) == "invalid_input"
+    assert f"already has parent {parent}" in text(moved)
+    assert await count(client, child) == 2
+    # A sequence that never had that parent cannot take a deleted one.
+    fresh = await think(client, thought="late sub-agent", parentSequenceId=parent)
+    assert await error_code(fresh) == "sequence_not_found"
+    assert "parentDeleted" not in await header(client, other)
 
 
 async def test_delete_needs_confirm_and_removes_everything(client: Client) -> None:

@@ -19,6 +19,8 @@ from thoughtline.errors import DomainError, invalid
 
 TITLE_CHARS = 160
 Status = Literal["active", "paused", "completed", "abandoned"]
+# The statuses of a sequence that has ended; a write that keeps it going reopens it.
+ENDED: tuple[Status, ...] = ("completed", "abandoned")
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,8 @@ class Plan:
     reopened: bool
     number_reused: bool
     status: Status
+    # The ended status (completed or abandoned) this write moves the sequence out of, else None.
+    left_status: Status | None = None
 
     @property
     def branch_name(self) -> str | None:
@@ -242,15 +246,21 @@ def plan_thought(inp: ThoughtInput, state: SequenceState | None, find: Finder) -
         and find(branch.key if branch is not None else None, inp.thought_number, None) is not None
     )
     total = max(inp.total_thoughts, inp.thought_number)
+    status: Status = "active" if inp.next_thought_needed else "completed"
+    # Only a change of status is news: a final thought after a final one reopens nothing, while
+    # a write to an abandoned sequence revives it as surely as one to a completed sequence.
+    ended = state.status if state is not None and state.status in ENDED else None
+    left = ended if ended != status else None
     return Plan(
         branch=branch,
         new_branch=new_branch,
         revises=revises,
         total_thoughts=total,
         total_raised=total != inp.total_thoughts,
-        reopened=state is not None and state.status == "completed",
+        reopened=left is not None and status == "active",
         number_reused=number_reused,
-        status="active" if inp.next_thought_needed else "completed",
+        status=status,
+        left_status=left,
     )
 
 
@@ -329,7 +339,9 @@ def notes(inp: ThoughtInput, plan: Plan) -> list[str]:
     """The `Note:` lines for accepted-but-flagged writes."""
     lines: list[str] = []
     if plan.reopened:
-        lines.append("Note: this sequence had ended (nextThoughtNeeded was false); this thought reopens it.")
+        lines.append(f"Note: this sequence was {plan.left_status}; this thought reopens it (status: active).")
+    elif plan.left_status is not None:
+        lines.append(f"Note: this sequence was {plan.left_status}; this final thought marks it {plan.status}.")
     if plan.number_reused:
         lines.append(
             f"Note: thought {inp.thought_number} already exists on {_where(plan.branch_name)}; both are kept "

@@ -24,12 +24,18 @@ from thoughtline.storage.thoughts import SequenceRow
 
 @dataclass(frozen=True)
 class SequenceHeader:
-    """A sequence as history heads it: its row, its sub-agents, threads and branches."""
+    """A sequence as history heads it: its row, its sub-agents, threads and branches.
+
+    `parent_deleted`: its stored parent link names a sequence deleted since. `child_sequence_ids`
+    are the first sub-agents (oldest first), `child_sequence_count` all of them.
+    """
 
     sequence: SequenceRow
     child_sequence_ids: tuple[str, ...]
     threads: tuple[str, ...]
     branches: tuple[BranchSummary, ...]
+    parent_deleted: bool = False
+    child_sequence_count: int = 0  # every sub-agent; `child_sequence_ids` lists the first ones only
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,8 @@ def page(conn: apsw.Connection, inp: HistoryInput) -> HistoryPage:
         child_sequence_ids=tuple(history_store.child_sequence_ids(conn, seq.public_id)),
         threads=tuple(history_store.thread_names(conn, seq.rowid)),
         branches=tuple(history_store.branch_summaries(conn, seq.rowid)),
+        parent_deleted=store.parent_deleted(conn, seq.parent_public_id),
+        child_sequence_count=history_store.child_sequence_count(conn, seq.public_id),
     )
     return HistoryPage(header, tuple(shown), next_cursor)
 

@@ -41,6 +41,14 @@ def render_transcript(sequence: dict[str, Any], thoughts: list[dict[str, Any]], 
         + (f"kind: {sequence['kind']} · " if sequence.get("kind") else "")
         + counted(sequence["thoughtHistoryLength"], "thought"),
     ]
+    if sequence.get("parentSequenceId"):
+        gone = " (deleted)" if sequence.get("parentDeleted") else ""
+        lines.append(f"Sub-agent of {sequence['parentSequenceId']}{gone}")
+    children = sequence.get("childSequenceCount", 0)
+    if children:
+        shown = len(sequence["childSequenceIds"])
+        more = f" (the first {shown} are listed in childSequenceIds)" if shown < children else ""
+        lines.append(f"Sub-agent sequences: {children}{more}")
     for b in sequence["branches"]:
         parent = f"branch {b['parentBranchId']}" if b["parentBranchId"] else "main path"
         lines.append(f"Branch {b['branchId']}: from thought {b['branchFromThought']} of the {parent}")

@@ -47,7 +47,10 @@ MANAGE_DESCRIPTION = """Change a reasoning sequence's lifecycle: pause, resume, 
 resume returns the sequence's last thought so you can continue where it stopped (then call
 sequentialthinking with the same sequenceId)."""
 
-MANAGE_DISCOVERY = " action 'list' shows your most recently updated sequences, optionally by status or thread."
+MANAGE_DISCOVERY = (
+    " action 'list' shows your most recently updated sequences, optionally by status or thread (status, limit "
+    "and thread go with 'list' only; an argument sent with an action that does not take it is refused)."
+)
 
 _STATUS_SCHEMA: dict[str, Any] = {"type": "string", "enum": list(STATUSES)}
 _NULLABLE_STR: dict[str, Any] = nullable({"type": "string"})
@@ -142,7 +145,11 @@ def manage_tool(discovery: bool) -> types.Tool:
     actions = [*ACTIONS, LIST_ACTION] if discovery else list(ACTIONS)
     properties: dict[str, Any] = {
         "action": {"type": "string", "enum": actions},
-        "sequenceId": {"type": "string", "pattern": "^seq_[0-9a-f]{32}$"},
+        "sequenceId": {
+            "type": "string",
+            "pattern": "^seq_[0-9a-f]{32}$",
+            "description": "Required by pause, resume, complete and abandon (and taken by no other action).",
+        },
     }
     if discovery:
         properties["status"] = {**_STATUS_SCHEMA, "description": "With action 'list': only this status."}

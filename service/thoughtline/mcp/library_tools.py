@@ -224,11 +224,37 @@ def _thought_entries(found: list[Found]) -> tuple[list[dict[str, Any]], list[str
     return results, entries
 
 
+# The arguments each manage_sequence action takes besides `action`: one that another action takes
+# is refused naming that action, rather than silently ignored (a `status` sent with `pause`).
+_LIST_FIELDS = frozenset({"status", "limit", "thread"})
+_MANAGE_FIELDS: dict[str, frozenset[str]] = {
+    **{action: frozenset({"sequenceId"}) for action in ACTIONS},
+    LIST_ACTION: _LIST_FIELDS,
+}
+
+
+def reject_misplaced(args: Mapping[str, Any], action: str, fields: Mapping[str, frozenset[str]]) -> None:
+    """Refuse an argument of another action, naming it and the actions that take it.
+
+    A null counts as not sent, as it does for every optional argument (strict clients send one
+    for each field they leave unset).
+    """
+    sent = {name for name, value in args.items() if value is not None}
+    for name in sorted(sent - fields[action] - {"action"}):
+        takers = [other for other, taken in fields.items() if name in taken]
+        raise invalid(
+            f"'{name}' does not apply to action '{action}' (it takes: {', '.join(sorted(fields[action]))}); "
+            f"'{name}' is for action {' / '.join(repr(t) for t in takers)}. Drop it, or use that action."
+        )
+
+
 def _manage_handler(discovery: bool) -> Callable[[Mapping[str, Any], ToolContext], Any]:
+    fields = _MANAGE_FIELDS if discovery else {action: _MANAGE_FIELDS[action] for action in ACTIONS}
+
     async def handle(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
-        allowed = {"action", "sequenceId", "status", "limit", "thread"} if discovery else {"action", "sequenceId"}
-        reject_unknown(args, frozenset(allowed))
+        reject_unknown(args, frozenset({"action"}.union(*fields.values())))
         action = one_of(args.get("action"), "action", (*ACTIONS, LIST_ACTION) if discovery else ACTIONS)
+        reject_misplaced(args, str(action), fields)
         if action == LIST_ACTION:
             return await _list(args, ctx)
         sequence_id = coerce_sequence_id(args, "sequenceId")

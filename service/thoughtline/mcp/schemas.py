@@ -18,6 +18,7 @@ from thoughtline.domain.arguments import (
     MAX_REQUEST_ID_CHARS,
     MAX_THOUGHT_CHARS,
 )
+from thoughtline.storage.history import CHILDREN_SHOWN
 
 _NUMBER: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": MAX_NUMBER}
 _SEQ_ID: dict[str, Any] = {"type": "string", "pattern": "^seq_[0-9a-f]{32}$"}
@@ -201,8 +202,24 @@ HISTORY_OUTPUT = _obj(
                 "createdAt": {"type": "string"},
                 "updatedAt": {"type": "string"},
                 "parentSequenceId": nullable({"type": "string"}),
+                "parentDeleted": {
+                    "type": "boolean",
+                    "description": "Present (true) when parentSequenceId names a sequence deleted since; the link "
+                    "stays, as a parent is set once, and this sequence's calls may keep repeating it.",
+                },
                 "kind": {**nullable({"type": "string"}), "description": "The sequence's free label, null without one."},
-                "childSequenceIds": {"type": "array", "items": {"type": "string"}},
+                "childSequenceIds": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "maxItems": CHILDREN_SHOWN,
+                    "description": f"Sub-agent sequences (parentSequenceId = this one), oldest first: the first "
+                    f"{CHILDREN_SHOWN} only.",
+                },
+                "childSequenceCount": {
+                    "type": "integer",
+                    "description": "How many sub-agent sequences there are in all. Past the listed ones, each "
+                    "sequence's parentSequenceId shows its parent (manage_sequence list, GET /api/v1/sequences).",
+                },
                 "threads": {"type": "array", "items": {"type": "string"}},
                 "branches": {"type": "array", "items": _BRANCH_OUT},
             },

@@ -126,7 +126,20 @@ def thread_names(conn: apsw.Connection, seq_rowid: int) -> list[str]:
     return [row[0] for row in found]
 
 
+# How many sub-agent ids a history header lists; `child_sequence_count` says how many there are.
+CHILDREN_SHOWN = 100
+
+
 def child_sequence_ids(conn: apsw.Connection, public_id: str) -> list[str]:
-    """Sequences whose parentSequenceId is this one (sub-agents), oldest first."""
-    found = rows(conn, "SELECT public_id FROM sequences WHERE parent_public_id = ? ORDER BY id LIMIT 100", (public_id,))
+    """The first `CHILDREN_SHOWN` sequences whose parentSequenceId is this one (sub-agents), oldest first."""
+    found = rows(
+        conn,
+        "SELECT public_id FROM sequences WHERE parent_public_id = ? ORDER BY id LIMIT ?",
+        (public_id, CHILDREN_SHOWN),
+    )
     return [row[0] for row in found]
+
+
+def child_sequence_count(conn: apsw.Connection, public_id: str) -> int:
+    """How many sequences name this one as their parent (all of them, not only those listed)."""
+    return int(rows(conn, "SELECT count(*) FROM sequences WHERE parent_public_id = ?", (public_id,))[0][0])

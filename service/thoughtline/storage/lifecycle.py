@@ -27,6 +27,7 @@ class SequenceSummary:
     updated_at: int
     rowid: int  # the store's own id: the paging key's tie-break and the badges' lookup
     kind: str | None
+    parent_deleted: bool = False  # the parent link names a sequence deleted since
 
 
 def set_status(conn: apsw.Connection, sequence_id: str, status: str, now_ms: int) -> bool:
@@ -77,8 +78,10 @@ def sequences_page(
     """
     after_key, ordering = _ORDERED[order]
     found = conn.execute(
-        "SELECT public_id, title, status, thought_count, parent_public_id, created_at, updated_at, id, kind "
-        "FROM sequences WHERE (?1 IS NULL OR status = ?1) "
+        "SELECT public_id, title, status, thought_count, parent_public_id, created_at, updated_at, id, kind, "
+        "parent_public_id IS NOT NULL "
+        "AND NOT EXISTS (SELECT 1 FROM sequences p WHERE p.public_id = s.parent_public_id) "
+        "FROM sequences s WHERE (?1 IS NULL OR status = ?1) "
         f"AND (?2 IS NULL OR {after_key}) "
         "AND (?4 IS NULL OR id IN (SELECT m.sequence_id FROM thread_members m JOIN threads th ON th.id = m.thread "
         f"WHERE th.name_key = ?4)) {ordering} LIMIT ?5",
@@ -101,6 +104,7 @@ def sequences_page(
             updated_at=int(r[6]),
             rowid=int(r[7]),
             kind=None if r[8] is None else str(r[8]),
+            parent_deleted=bool(r[9]),
         )
         for r in found
     ]

@@ -108,6 +108,17 @@ def parent_of(conn: apsw.Connection, public_id: str) -> str | None:
     return str(found[0][0]) if found and found[0][0] is not None else None
 
 
+def parent_deleted(conn: apsw.Connection, parent_public_id: str | None) -> bool:
+    """Whether a stored parent link names a sequence that no longer exists (deleted since).
+
+    The link itself is kept: a parent is set once (`check_parent`), so clearing it would let a
+    later call re-parent the sub-agent, and the sub-agent may keep repeating the id it recorded.
+    """
+    return parent_public_id is not None and not rows(
+        conn, "SELECT 1 FROM sequences WHERE public_id = ?", (parent_public_id,)
+    )
+
+
 def get_branches(conn: apsw.Connection, seq_rowid: int) -> dict[str, BranchInfo]:
     """All branches of a sequence by name."""
     found = rows(
@@ -198,7 +209,12 @@ def _replay(conn: apsw.Connection, inp: ThoughtInput, origin: str | None) -> dic
     return replayed
 
 
-def _thread_ids(conn: apsw.Connection, names: Iterable[str]) -> list[int]:
+def _thread_ids(conn: apsw.Connection, names: Iterable[str], seq_rowid: int | None) -> list[int]:
+    """The threads a write names, refusing unknown ones and archived ones it would join.
+
+    An archived thread refuses new membership only (SPEC §5.3): a sequence already its member
+    (`seq_rowid`, None for a new sequence) may keep naming it, as agents send `threads` on every call.
+    """
     ids: list[int] = []
     for name in names:
         found = rows(conn, "SELECT id, name, status FROM threads WHERE name_key = ?", (name_key(name),))
@@ -208,7 +224,7 @@ def _thread_ids(conn: apsw.Connection, names: Iterable[str]) -> list[int]:
                 f"thread '{name}' does not exist; threads are never created implicitly — "
                 "create it first with configure_thread, or drop it from 'threads'.",
             )
-        if found[0][2] == "archived":
+        if found[0][2] == "archived" and not _is_member(conn, found[0][0], seq_rowid):
             raise DomainError(
                 "thread_archived",
                 f"thread '{found[0][1]}' is archived and takes no new sequences; unarchive it with "
@@ -216,6 +232,12 @@ def _thread_ids(conn: apsw.Connection, names: Iterable[str]) -> list[int]:
             )
         ids.append(found[0][0])
     return ids
+
+
+def _is_member(conn: apsw.Connection, thread: int, seq_rowid: int | None) -> bool:
+    return seq_rowid is not None and bool(
+        rows(conn, "SELECT 1 FROM thread_members WHERE thread = ? AND sequence_id = ?", (thread, seq_rowid))
+    )
 
 
 def append_thought(
@@ -254,7 +276,10 @@ def append_thought(
             )
     if seq is not None:
         state = SequenceState(seq.public_id, seq.status, seq.thought_count, get_branches(conn, seq.rowid))
-    if inp.parent_sequence_id is not None:
+    # A repeat of the stored parent is accepted first: the link is set once, and a parent deleted
+    # since must not lock its sub-agent out of the calls that keep sending the id it recorded.
+    repeats_parent = seq is not None and inp.parent_sequence_id == seq.parent_public_id
+    if inp.parent_sequence_id is not None and not repeats_parent:
         if get_sequence(conn, inp.parent_sequence_id) is None:
             raise DomainError(
                 "sequence_not_found",
@@ -269,7 +294,7 @@ def append_thought(
         )
     if inp.kind is not None and seq is not None:
         check_kind(seq.public_id, seq.kind, inp.kind)
-    thread_ids = _thread_ids(conn, inp.threads)
+    thread_ids = _thread_ids(conn, inp.threads, seq.rowid if seq is not None else None)
     finder = make_finder(conn, seq.rowid) if seq is not None else _no_thoughts
     try:
         plan = plan_thought(inp, state, finder)

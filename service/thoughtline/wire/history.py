@@ -23,8 +23,11 @@ def header_json(header: SequenceHeader) -> dict[str, Any]:
         "createdAt": store.iso(seq.created_at),
         "updatedAt": store.iso(seq.updated_at),
         "parentSequenceId": seq.parent_public_id,
+        # Only when set, like the thought flags: the parent was deleted, the link stays (set once).
+        **({"parentDeleted": True} if header.parent_deleted else {}),
         "kind": seq.kind,
         "childSequenceIds": list(header.child_sequence_ids),
+        "childSequenceCount": header.child_sequence_count,
         "threads": list(header.threads),
         "branches": [
             {

@@ -17,6 +17,7 @@ def summary_json(s: SequenceSummary) -> dict[str, Any]:
         "status": s.status,
         "thoughtHistoryLength": s.thought_count,
         "parentSequenceId": s.parent_sequence_id,
+        **({"parentDeleted": True} if s.parent_deleted else {}),
         "kind": s.kind,
         "createdAt": iso(s.created_at),
         "updatedAt": iso(s.updated_at),
