@@ -103,6 +103,25 @@ def test_every_handshake_version_and_none_still_reach_compat(
     assert stored_thoughts(data_dir) == 1
 
 
+@pytest.mark.parametrize("path", ["/mcp-compat", "/mcp"])
+@pytest.mark.parametrize("batch", ["one call", "two calls", "empty"])
+def test_a_json_rpc_batch_is_an_invalid_request_saying_to_send_one_request_per_post(
+    served: tuple[ThreadServer, Path], path: str, batch: str
+) -> None:
+    server, data_dir = served
+    call, headers = tools_call(path, ARGS)
+    body = {"one call": [call], "two calls": [call, {**call, "id": 4}], "empty": []}[batch]
+    status, reply = post(server, path, body, headers)
+    assert status == 400
+    assert reply["id"] is None
+    error = reply["error"]
+    assert error["code"] == -32600
+    assert "batches are not supported" in error["message"]
+    assert "one request per POST" in error["message"]
+    assert "pydantic" not in json.dumps(reply)
+    assert stored_thoughts(data_dir) == 0
+
+
 def test_a_2026_request_on_compat_still_reaches_the_sdks_2026_path(served: tuple[ThreadServer, Path]) -> None:
     server, data_dir = served
     body, headers = tools_call("/mcp", ARGS)  # the 2026-07-28 envelope and routing headers
