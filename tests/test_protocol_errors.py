@@ -122,6 +122,34 @@ def test_a_json_rpc_batch_is_an_invalid_request_saying_to_send_one_request_per_p
     assert stored_thoughts(data_dir) == 0
 
 
+@pytest.mark.parametrize("path", ["/mcp-compat", "/mcp"])
+@pytest.mark.parametrize(("arguments", "kind"), [([1, 2], "an array"), ("x", "a string"), (5, "a number")])
+def test_arguments_that_are_not_an_object_get_an_invalid_params_naming_the_fix(
+    served: tuple[ThreadServer, Path], path: str, arguments: Any, kind: str
+) -> None:
+    server, data_dir = served
+    body, headers = tools_call(path, arguments)
+    status, reply = post(server, path, body, headers)
+    assert status < 500
+    assert reply["id"] == 3
+    error = reply["error"]
+    assert error["code"] == -32602
+    assert f"params.arguments is {kind}" in error["message"]
+    assert "arguments must be a JSON object of the tool's arguments" in error["message"]
+    assert error["data"] == {"field": "params.arguments"}
+    assert stored_thoughts(data_dir) == 0
+
+
+def test_other_invalid_params_are_still_the_sdks_own_answer(served: tuple[ThreadServer, Path]) -> None:
+    server, data_dir = served
+    body, headers = tools_call("/mcp-compat", ARGS)
+    body["params"]["name"] = 5  # refused by the SDK; the rewording is for non-object `arguments` only
+    status, reply = post(server, "/mcp-compat", body, headers)
+    assert status < 500
+    assert (reply["error"]["code"], reply["error"]["message"]) == (-32602, "Invalid request parameters")
+    assert stored_thoughts(data_dir) == 0
+
+
 def test_a_2026_request_on_compat_still_reaches_the_sdks_2026_path(served: tuple[ThreadServer, Path]) -> None:
     server, data_dir = served
     body, headers = tools_call("/mcp", ARGS)  # the 2026-07-28 envelope and routing headers

@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from thoughtline import __version__
 from thoughtline.mcp import ui_resource
 from thoughtline.mcp.fastpath import DirectToolCalls, ModernToolCalls
+from thoughtline.mcp.param_errors import ToolArgumentsShape
 from thoughtline.mcp.tools import ToolRegistry
 from thoughtline.web.auth import BearerGate
 from thoughtline.web.eras import KnownVersionsOnly, ModernOnly
@@ -107,6 +108,7 @@ def build_mcp_server(registry: ToolRegistry, extras: Extras) -> Server[Any]:
         get_tool_input_schema=input_schemas.get,
     )
     server.extensions.update(extras.extensions)
+    server.middleware.append(ToolArgumentsShape())  # inside the SDK's tracing span, which sees the answer
     return server
 
 
