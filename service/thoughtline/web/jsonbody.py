@@ -13,6 +13,10 @@ only and without a byte order mark (RFC 8259 §8.1), nesting at most `MAX_DEPTH`
 free of lone UTF-16 surrogates (no UTF-8 answer could carry them back), and numbers that are finite
 (`NaN`, `Infinity`, `1e999`) and at most 4,300 digits long (Python's own integer limit).
 
+A JSON array body (a JSON-RPC batch) parses but is refused here too, with -32600 Invalid Request:
+no protocol version this server speaks accepts batches (2025-06-18 dropped them; the SDK never
+took them), and the SDK's own answer was a raw pydantic validation dump.
+
 The accepted message rides along in the ASGI scope under `MESSAGE_KEY`, so the direct paths and
 the era gate read it without parsing again; the SDK, when it handles the request, re-reads the same
 body from a replayed `receive`.
@@ -27,7 +31,7 @@ import re
 from typing import Any
 
 import pydantic_core
-from mcp_types import PARSE_ERROR
+from mcp_types import INVALID_REQUEST, PARSE_ERROR
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from thoughtline.mcp.fastpath import MESSAGE_KEY
@@ -53,8 +57,18 @@ _SKELETON = bytes(
 _HUGE_SHAPES = (b"e000", b"es000", b"0" * 309)
 
 
+BATCH_REFUSED = (
+    "Invalid Request: the body is a JSON array (a JSON-RPC batch), and batches are not supported by "
+    "this protocol version; send one request per POST, as a single JSON object."
+)
+
+
 class BodyError(ValueError):
-    """A body the gate refuses; `str()` is the whole JSON-RPC error message."""
+    """A body the gate refuses; `str()` is the whole JSON-RPC error message, `code` its error code."""
+
+    def __init__(self, message: str, code: int = PARSE_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _foreign_encoding(body: bytes) -> str | None:
@@ -145,8 +159,8 @@ def parse_message(body: bytes) -> Any:
     return value
 
 
-def _error_body(message: str) -> bytes:
-    payload = {"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": message}}
+def _error_body(error: BodyError) -> bytes:
+    payload = {"jsonrpc": "2.0", "id": None, "error": {"code": error.code, "message": str(error)}}
     return json.dumps(payload).encode()
 
 
@@ -190,10 +204,13 @@ class JsonBodyGate:
             more = bool(message.get("more_body"))
         body = b"".join(chunks)
         try:
-            scope[MESSAGE_KEY] = parse_message(body)
+            decoded = parse_message(body)
+            if isinstance(decoded, list):
+                raise BodyError(BATCH_REFUSED, INVALID_REQUEST)
         except BodyError as exc:
-            await _answer(send, 400, _error_body(str(exc)))
+            await _answer(send, 400, _error_body(exc))
             return
+        scope[MESSAGE_KEY] = decoded
         await self._app(scope, replay(body, receive), send)
 
 

@@ -3,7 +3,7 @@
 Each endpoint is a stack of ASGI wrappers, outermost first:
 
   /mcp         bearer gate → body gate → era gate (2026-07-28 only) → direct tools/call → SDK
-  /mcp-compat  bearer gate → body gate → direct tools/call → SDK (2025-era sessions, stateless)
+  /mcp-compat  bearer gate → body gate → version gate (known versions) → direct tools/call → SDK
 
 The bearer gate runs before any body is read, so an unauthenticated caller costs no parsing. The
 body gate (web/jsonbody.py) is the one JSON reader for both routes and every era. The direct
@@ -27,9 +27,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from thoughtline import __version__
 from thoughtline.mcp import ui_resource
 from thoughtline.mcp.fastpath import DirectToolCalls, ModernToolCalls
+from thoughtline.mcp.param_errors import ToolArgumentsShape
 from thoughtline.mcp.tools import ToolRegistry
 from thoughtline.web.auth import BearerGate
-from thoughtline.web.eras import ModernOnly
+from thoughtline.web.eras import KnownVersionsOnly, ModernOnly
 from thoughtline.web.groups import Extras, RouteGroup, Services
 from thoughtline.web.jsonbody import JsonBodyGate
 
@@ -107,6 +108,7 @@ def build_mcp_server(registry: ToolRegistry, extras: Extras) -> Server[Any]:
         get_tool_input_schema=input_schemas.get,
     )
     server.extensions.update(extras.extensions)
+    server.middleware.append(ToolArgumentsShape())  # inside the SDK's tracing span, which sees the answer
     return server
 
 
@@ -151,11 +153,12 @@ def group(services: Services) -> RouteGroup:
         modern_direct = ModernToolCalls(modern_sdk, registry, server.server_info_stamp)
         compat_direct = DirectToolCalls(compat_sdk, registry)
     modern = ModernOnly(modern_direct or modern_sdk, COMPAT_PATH)
+    compat = KnownVersionsOnly(compat_direct or compat_sdk)
     auth = services.authenticator
     return RouteGroup(
         routes=[
             Route(MODERN_PATH, BearerGate(JsonBodyGate(modern, limit), auth, MODERN_PATH)),
-            Route(COMPAT_PATH, BearerGate(JsonBodyGate(compat_direct or compat_sdk, limit), auth, COMPAT_PATH)),
+            Route(COMPAT_PATH, BearerGate(JsonBodyGate(compat, limit), auth, COMPAT_PATH)),
         ],
         running=[manager.run for manager in managers],
         state={"direct_tool_calls": compat_direct, "modern_tool_calls": modern_direct},
