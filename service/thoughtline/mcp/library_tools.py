@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from thoughtline.clock import now_ms
-from thoughtline.domain.arguments import (
+from thoughtline.domain.arguments import coerce_sequence_id
+from thoughtline.domain.coercion import (
     coerce_int,
     coerce_search_text,
-    coerce_sequence_id,
     coerce_str,
     one_of,
     optional_one_of,
