@@ -49,8 +49,9 @@ async def worker(data_dir: Path, stores: int, cap: int, large: int, close: str) 
     from thoughtline.clock import SystemClock
     from thoughtline.domain.arguments import HistoryInput, ThoughtInput
     from thoughtline.mcp import history
+    from thoughtline.storage.idempotency import Replayed
     from thoughtline.storage.router import StoreRouter
-    from thoughtline.storage.thoughts import Replayed, Written, append_thought
+    from thoughtline.storage.thoughts import Written, append_thought
 
     router = StoreRouter(data_dir, "wal", SystemClock(), max_open=cap, idle_seconds=-1.0)
     out: dict[str, Any] = {"rss_start": rss_mb()}

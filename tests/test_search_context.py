@@ -16,9 +16,10 @@ from thoughtline.domain.arguments import ThoughtInput
 from thoughtline.library import search
 from thoughtline.storage import search as search_store
 from thoughtline.storage.db import Writer, connect
+from thoughtline.storage.idempotency import Replayed
 from thoughtline.storage.migrations import MIGRATIONS, migrate
 from thoughtline.storage.search import ColumnWeights, SearchFilters
-from thoughtline.storage.thoughts import Replayed, Written, append_thought
+from thoughtline.storage.thoughts import Written, append_thought
 
 STEPS = [
     "The nightly export keeps timing out.",

@@ -22,7 +22,7 @@ from thoughtline.library.briefing import DEFAULT_EVENTS, MAX_EVENTS, Briefing, r
 from thoughtline.library.threads import Periods, ThreadChange
 from thoughtline.mcp.thread_schemas import CONFIGURE_ACTIONS, briefing_tool, configure_tool
 from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolSpec
-from thoughtline.storage.thoughts import iso
+from thoughtline.storage.rows import iso
 from thoughtline.wire.threads import briefing_json, deleted_json, thread_json
 
 # The arguments each action takes besides `action`; anything else is refused by name.
