@@ -103,7 +103,7 @@ async def search_worker(data_dir: Path, thoughts: int) -> dict[str, Any]:
     from thoughtline.domain.arguments import ThoughtInput
     from thoughtline.library.retrieval import hybrid_search
     from thoughtline.mcp.library_tools import Library
-    from thoughtline.storage import search as search_store
+    from thoughtline.storage import vectors as vector_store
     from thoughtline.storage.router import StoreRouter
     from thoughtline.storage.thoughts import append_thought
 
@@ -129,7 +129,7 @@ async def search_worker(data_dir: Path, thoughts: int) -> dict[str, Any]:
     while await library.backfill(opened):
         pass
     written = rss_mb()
-    count = await opened.read(search_store.vector_count)
+    count = await opened.read(vector_store.vector_count)
     index = library.index_for(opened)
     for query in words * 3:
 
