@@ -16,11 +16,12 @@ from thoughtline.domain.arguments import ThoughtInput
 from thoughtline.library import search
 from thoughtline.storage import search as search_store
 from thoughtline.storage import vectors as vector_store
-from thoughtline.storage.db import Writer, connect
+from thoughtline.storage.db import connect
 from thoughtline.storage.idempotency import Replayed
 from thoughtline.storage.migrations import MIGRATIONS, migrate
 from thoughtline.storage.search import ColumnWeights, SearchFilters
 from thoughtline.storage.thoughts import Written, append_thought
+from thoughtline.storage.writer import Writer
 
 STEPS = [
     "The nightly export keeps timing out.",
