@@ -24,7 +24,7 @@ from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS, VECTOR_SLOTS, chun
 from thoughtline.library import vectors
 from thoughtline.library.embed import MiniLMEmbedder
 from thoughtline.storage import embedder_ids
-from thoughtline.storage import search as search_store
+from thoughtline.storage import vectors as vector_store
 from thoughtline.storage.db import connect, write_transaction
 from thoughtline.storage.migrations import migrate
 
@@ -59,7 +59,7 @@ def build(path: Path, thoughts: int) -> int:
                     )
                 written += len(bodies)
             copy += 1
-    pending = search_store.pending_thoughts(conn, search_store.pending_vector_ids(conn, thoughts))
+    pending = vector_store.pending_thoughts(conn, vector_store.pending_vector_ids(conn, thoughts))
     rows = []
     for p in pending:
         count = len(chunk_texts(p.body, VECTOR_SLOTS, PASSAGE_MIN_CHARS))
@@ -67,8 +67,8 @@ def build(path: Path, thoughts: int) -> int:
         mat /= np.linalg.norm(mat, axis=1, keepdims=True)
         rows.append((p.thought_id, [r.tobytes() for r in mat]))
     with write_transaction(conn):
-        search_store.store_vectors(conn, rows, made_by=PREVIOUS)
-    count = search_store.vector_count(conn)
+        vector_store.store_vectors(conn, rows, made_by=PREVIOUS)
+    count = vector_store.vector_count(conn)
     conn.close()
     return count
 
@@ -90,7 +90,7 @@ def main() -> None:
         embedded = vectors.backfill(conn, embedder)
         t2 = time.perf_counter()
         assert embedder_ids.recorded_embedder(conn) == embedder.model_id
-        assert search_store.vector_count(conn) == stored
+        assert vector_store.vector_count(conn) == stored
         conn.close()
     per_k = 1_000 / args.thoughts
     print(

@@ -35,7 +35,7 @@ import numpy as np
 from thoughtline.library.dense import DenseIndex
 from thoughtline.library.embed import MiniLMEmbedder, serving_embedder
 from thoughtline.library.retrieval import hybrid_search
-from thoughtline.storage import search as search_store
+from thoughtline.storage import vectors as vector_store
 from thoughtline.storage.db import connect
 from thoughtline.storage.migrations import migrate
 
@@ -111,7 +111,7 @@ def build(path: Path, n: int, seed: int = 7) -> None:
                     "VALUES (?, ?, ?, ?, 1, ?, ?)",
                     (seq, p, p, per_seq, body, s),
                 )
-    ids = search_store.pending_vector_ids(conn, n)
+    ids = vector_store.pending_vector_ids(conn, n)
     for start in range(0, len(ids), 5_000):
         chunk = ids[start : start + 5_000]
         # One to four vectors a thought (the whole text and its passages), as multi-sentence steps get.
@@ -123,7 +123,7 @@ def build(path: Path, n: int, seed: int = 7) -> None:
             rows.append((tid, [mat[at + j].tobytes() for j in range(n)]))
             at += n
         with conn:
-            search_store.store_vectors(conn, rows, made_by=SYNTHETIC)
+            vector_store.store_vectors(conn, rows, made_by=SYNTHETIC)
     conn.close()
 
 

@@ -49,8 +49,9 @@ async def worker(data_dir: Path, stores: int, cap: int, large: int, close: str) 
     from thoughtline.clock import SystemClock
     from thoughtline.domain.arguments import HistoryInput, ThoughtInput
     from thoughtline.mcp import history
+    from thoughtline.storage.idempotency import Replayed
     from thoughtline.storage.router import StoreRouter
-    from thoughtline.storage.thoughts import Replayed, Written, append_thought
+    from thoughtline.storage.thoughts import Written, append_thought
 
     router = StoreRouter(data_dir, "wal", SystemClock(), max_open=cap, idle_seconds=-1.0)
     out: dict[str, Any] = {"rss_start": rss_mb()}
@@ -102,7 +103,7 @@ async def search_worker(data_dir: Path, thoughts: int) -> dict[str, Any]:
     from thoughtline.domain.arguments import ThoughtInput
     from thoughtline.library.retrieval import hybrid_search
     from thoughtline.mcp.library_tools import Library
-    from thoughtline.storage import search as search_store
+    from thoughtline.storage import vectors as vector_store
     from thoughtline.storage.router import StoreRouter
     from thoughtline.storage.thoughts import append_thought
 
@@ -128,7 +129,7 @@ async def search_worker(data_dir: Path, thoughts: int) -> dict[str, Any]:
     while await library.backfill(opened):
         pass
     written = rss_mb()
-    count = await opened.read(search_store.vector_count)
+    count = await opened.read(vector_store.vector_count)
     index = library.index_for(opened)
     for query in words * 3:
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from bench.thread_harness import harness, sequence_calls
 from thoughtline.library.embed import MiniLMEmbedder
 from thoughtline.storage import search as search_store
+from thoughtline.storage import vectors as vector_store
 
 DATA = Path(__file__).resolve().parent / "data" / "reasoning" / "dev.json"
 EXTRA_THREADS = 4
@@ -52,10 +53,10 @@ async def run(copies: int, calls: int) -> None:
                     ids.setdefault(seq["id"], []).append(public)
             opened = await h.router.get("owner")
             pending = await opened.read(
-                lambda c: search_store.pending_thoughts(c, search_store.pending_vector_ids(c, 10**6))
+                lambda c: vector_store.pending_thoughts(c, vector_store.pending_vector_ids(c, 10**6))
             )
             rows = [(p.thought_id, [by_text[" ".join(p.body.split())].tobytes()]) for p in pending]
-            await opened.write(lambda c: search_store.store_vectors(c, rows, made_by=embedder.model_id))
+            await opened.write(lambda c: vector_store.store_vectors(c, rows, made_by=embedder.model_id))
             thoughts = await opened.read(search_store.thought_count)
             topics = raw["topics"]
             for i, topic in enumerate(topics):

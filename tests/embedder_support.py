@@ -17,7 +17,7 @@ from tests.golden.harness import LibraryHarness
 from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS, VECTOR_SLOTS, chunk_texts
 from thoughtline.identity import OWNER_KEY
 from thoughtline.library.embed import MiniLMEmbedder, Vectors
-from thoughtline.storage import search as search_store
+from thoughtline.storage import vectors as vector_store
 
 NOTE = "Note "
 
@@ -74,7 +74,7 @@ def note(i: int) -> str:
 
 
 def stored(conn: apsw.Connection) -> dict[int, bytes]:
-    return dict(search_store.vectors_after(conn, -1))
+    return dict(vector_store.vectors_after(conn, -1))
 
 
 def expected_vectors(conn: apsw.Connection, embedder: MiniLMEmbedder) -> dict[int, bytes]:

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from thoughtline.domain.arguments import parse_delete, parse_history, parse_instant, parse_thought
+from thoughtline.domain.arguments import parse_delete, parse_history, parse_thought
+from thoughtline.domain.coercion import parse_instant
 from thoughtline.errors import DomainError
 
 BASE: dict[str, Any] = {"thought": "x", "nextThoughtNeeded": True, "thoughtNumber": 1, "totalThoughts": 2}

@@ -33,7 +33,7 @@ from thoughtline.library import model_identity, vectors
 from thoughtline.library.embed import MiniLMEmbedder, Vectors, shipped_model_path
 from thoughtline.library.model_identity import LEGACY_MODEL_ID
 from thoughtline.storage import embedder_ids
-from thoughtline.storage import search as search_store
+from thoughtline.storage import vectors as vector_store
 from thoughtline.storage.db import connect
 from thoughtline.storage.router import store_path
 from thoughtline.web.app import create_app
@@ -71,7 +71,7 @@ async def test_a_store_served_by_another_model_is_re_embedded_whole_and_searches
             assert not first.is_error, text(first)
     conn = connect(path, "wal", readonly=True)
     assert embedder_ids.recorded_embedder(conn) == "reversed-minilm"
-    assert search_store.pending_count(conn) == 0
+    assert vector_store.pending_count(conn) == 0
     old = stored(conn)
     assert old
     assert not same_vectors(old, expected_vectors(conn, embedder))  # the other model's vectors
@@ -91,7 +91,7 @@ async def test_a_store_served_by_another_model_is_re_embedded_whole_and_searches
     assert set(BOILER + LEASE) <= set(after.texts)  # every thought embedded again
     conn = connect(path, "wal", readonly=True)
     assert embedder_ids.recorded_embedder(conn) == embedder.model_id
-    assert search_store.pending_count(conn) == 0
+    assert vector_store.pending_count(conn) == 0
     # Exactly the new model's vectors, under the same keys: none of the old model's is left.
     assert same_vectors(stored(conn), expected_vectors(conn, embedder))
     assert stored(conn).keys() == old.keys()
@@ -134,11 +134,11 @@ async def test_a_store_served_by_the_model_that_embedded_it_requeues_nothing(
         await embed_all(h)
     conn = connect(store_path(data, OWNER_KEY), "wal")
     before = stored(conn)
-    generation = search_store.vector_state(conn)
+    generation = vector_store.vector_state(conn)
     assert embedder_ids.recorded_embedder(conn) == embedder.model_id
     assert vectors.adopt_model(conn, embedder) is None
     assert vectors.backfill(conn, embedder) == 0
-    assert search_store.vector_state(conn) == generation
+    assert vector_store.vector_state(conn) == generation
     conn.close()
     again = Recorder(embedder)
     async with library_harness(data, again, background=False) as h:
@@ -170,11 +170,11 @@ async def test_a_store_without_a_recorded_model_is_taken_to_hold_the_legacy_mode
     assert model_identity.store_model(conn) == LEGACY_MODEL_ID
     assert vectors.adopt_model(conn, Recorder(embedder, LEGACY_MODEL_ID)) is None
     assert stored(conn) == before
-    assert search_store.pending_count(conn) == 0
+    assert vector_store.pending_count(conn) == 0
     # Once the shipped model is another one, the same store is embedded again, whole.
     assert vectors.adopt_model(conn, Recorder(embedder, "fine-tuned")) == 5
-    assert search_store.vector_count(conn) == 0
-    assert search_store.pending_count(conn) == 5
+    assert vector_store.vector_count(conn) == 0
+    assert vector_store.pending_count(conn) == 5
     assert embedder_ids.recorded_embedder(conn) == "fine-tuned"
     conn.close()
 
@@ -200,7 +200,7 @@ async def test_a_fault_while_re_queueing_leaves_the_old_vectors_and_the_search_s
         await write_notes(h, 6)
         await embed_all(h)
     conn = connect(path, "wal")
-    before, generation = stored(conn), search_store.vector_state(conn)
+    before, generation = stored(conn), vector_store.vector_state(conn)
     # The fault strikes inside the re-queue's transaction, after the vectors were deleted and
     # the thoughts queued, at the last step: recording the new model's id.
     conn.execute(
@@ -209,8 +209,8 @@ async def test_a_fault_while_re_queueing_leaves_the_old_vectors_and_the_search_s
     )
     with pytest.raises(apsw.ConstraintError):
         vectors.adopt_model(conn, embedder)
-    assert (stored(conn), search_store.vector_state(conn)) == (before, generation)
-    assert search_store.pending_count(conn) == 0
+    assert (stored(conn), vector_store.vector_state(conn)) == (before, generation)
+    assert vector_store.pending_count(conn) == 0
     assert embedder_ids.recorded_embedder(conn) == "reversed-minilm"
 
     clock = [1000.0]
@@ -221,7 +221,7 @@ async def test_a_fault_while_re_queueing_leaves_the_old_vectors_and_the_search_s
         # By keyword alone: no cosine with the other model's vectors was computed.
         assert all(r["similarity"] is None for r in out["results"])
         assert (stored(conn), embedder_ids.recorded_embedder(conn)) == (before, "reversed-minilm")
-        assert search_store.pending_count(conn) == 0
+        assert vector_store.pending_count(conn) == 0
         assert not [t for t in after.texts if t.startswith(NOTE)]
         conn.execute("DROP TRIGGER inject_fault")
         clock[0] += 60  # past the pause after a failed vector write
@@ -263,9 +263,9 @@ async def test_vectors_made_by_a_model_the_store_no_longer_records_are_not_store
         assert model_identity.adopt(conn, "the-newer-model") == 2
     rows = vectors.embed_pending(other_model(embedder), vectors.collect_pending(conn))
     with conn:
-        assert search_store.store_vectors(conn, rows, made_by="reversed-minilm") == 0
-    assert search_store.vector_count(conn) == 0
-    assert search_store.pending_count(conn) == 2
+        assert vector_store.store_vectors(conn, rows, made_by="reversed-minilm") == 0
+    assert vector_store.vector_count(conn) == 0
+    assert vector_store.pending_count(conn) == 2
     with conn:
-        assert search_store.store_vectors(conn, rows, made_by="the-newer-model") == 2
+        assert vector_store.store_vectors(conn, rows, made_by="the-newer-model") == 2
     conn.close()

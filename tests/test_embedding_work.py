@@ -20,7 +20,7 @@ from tests.support import TOKEN, mcp_client, serve_in_thread, text
 from thoughtline.config import Settings
 from thoughtline.identity import OWNER_KEY
 from thoughtline.library.embed import MiniLMEmbedder, Vectors
-from thoughtline.storage import search as search_store
+from thoughtline.storage import vectors as vector_store
 from thoughtline.storage.db import connect
 from thoughtline.storage.router import store_path
 from thoughtline.web.app import create_app
@@ -89,7 +89,7 @@ def counting(embedder: MiniLMEmbedder) -> CountingEmbedder:
 
 async def pending(h: LibraryHarness) -> int:
     opened = await h.router.get("owner")
-    return await opened.read(search_store.pending_count)
+    return await opened.read(vector_store.pending_count)
 
 
 async def write_notes(h: LibraryHarness, count: int, start: int = 0) -> None:
@@ -268,6 +268,6 @@ async def test_a_search_answers_from_keywords_when_the_store_refuses_vector_writ
             assert counting.body_batches  # it tried, the write failed, the search still answered
     conn = connect(store_path(data, OWNER_KEY), "wal", readonly=True)
     try:
-        assert search_store.pending_count(conn) == 3  # nothing half-written
+        assert vector_store.pending_count(conn) == 3  # nothing half-written
     finally:
         conn.close()

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.thread_support import Served, call, connected, create, refused, served
 from thoughtline.config import Settings
-from thoughtline.storage.thoughts import iso
+from thoughtline.storage.rows import iso
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _FIRST_MS = int((datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) / timedelta(milliseconds=1))

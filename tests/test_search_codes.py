@@ -18,7 +18,7 @@ from thoughtline.library import vectors
 from thoughtline.library.dense import DenseIndex, Scores
 from thoughtline.library.embed import MiniLMEmbedder
 from thoughtline.library.retrieval import hybrid_search
-from thoughtline.storage import search as search_store
+from thoughtline.storage import vectors as vector_store
 from thoughtline.storage.db import connect
 from thoughtline.storage.migrations import MIGRATIONS, Migration, migrate
 from thoughtline.storage.router import store_path
@@ -57,7 +57,7 @@ def test_an_index_opened_from_the_stored_codes_scores_as_one_that_codes_the_floa
 ) -> None:
     conn = _store(tmp_path / "s.sqlite3")
     vectors.backfill(conn, embedder)
-    assert _coded_vectors(conn) == search_store.vector_count(conn) > 0
+    assert _coded_vectors(conn) == vector_store.vector_count(conn) > 0
     from_codes, from_floats = DenseIndex(), DenseIndex(read_codes=False)
     from_codes.refresh(conn)
     from_floats.refresh(conn)
@@ -77,7 +77,7 @@ def test_a_store_embedded_before_the_codes_gets_them_all_when_it_upgrades_and_se
     old.refresh(conn)  # no codes table yet: the floats are read and coded
     before = _ranked(conn, embedder, old)
     assert migrate(conn) == ["0013_vector_codes"]
-    assert _coded_vectors(conn) == search_store.vector_count(conn) == len(old)
+    assert _coded_vectors(conn) == vector_store.vector_count(conn) == len(old)
     upgraded = DenseIndex()
     upgraded.refresh(conn)
     queries = embedder.embed(QUESTIONS)
@@ -96,16 +96,16 @@ def test_codes_follow_their_vectors_through_deletes_edits_and_a_change_of_model(
         conn.execute("UPDATE thoughts SET body = 'The hose clamp was loose. I tightened it.' WHERE id = 5")
     coded = {int(r[0]) for r in conn.execute("SELECT thought_id FROM vector_codes")}
     assert not {2, 5} & coded
-    assert _coded_vectors(conn) == search_store.vector_count(conn)
+    assert _coded_vectors(conn) == vector_store.vector_count(conn)
     vectors.backfill(conn, embedder)  # thought 5 again, with its new text
-    assert _coded_vectors(conn) == search_store.vector_count(conn)
+    assert _coded_vectors(conn) == vector_store.vector_count(conn)
     fresh, floats = DenseIndex(), DenseIndex(read_codes=False)
     fresh.refresh(conn)
     floats.refresh(conn)
     _close_to(fresh.score_many(embedder.embed(QUESTIONS)), floats.score_many(embedder.embed(QUESTIONS)))
     with conn:
-        search_store.reset_index(conn, embedder.model_id)
-    assert _coded_vectors(conn) == search_store.vector_count(conn) == 0
+        vector_store.reset_index(conn, embedder.model_id)
+    assert _coded_vectors(conn) == vector_store.vector_count(conn) == 0
     conn.close()
 
 
@@ -118,7 +118,7 @@ def test_an_index_reads_the_floats_when_some_vector_has_no_codes(tmp_path: Path,
         conn.execute("DELETE FROM vector_codes WHERE thought_id = 3")
     partial = DenseIndex()
     partial.refresh(conn)
-    assert len(partial) == len(complete) == search_store.vector_count(conn)
+    assert len(partial) == len(complete) == vector_store.vector_count(conn)
     queries = embedder.embed(QUESTIONS)
     _close_to(partial.score_many(queries), complete.score_many(queries))
     conn.close()
@@ -148,5 +148,5 @@ async def test_a_server_opening_a_store_from_before_the_codes_upgrades_it_and_fi
 
     conn = connect(path, "wal")
     assert "0013_vector_codes" in [str(r[0]) for r in conn.execute("SELECT name FROM schema_migrations")]
-    assert _coded_vectors(conn) == search_store.vector_count(conn) > 0
+    assert _coded_vectors(conn) == vector_store.vector_count(conn) > 0
     conn.close()

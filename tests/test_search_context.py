@@ -15,10 +15,13 @@ from tests import fts_support as fts
 from thoughtline.domain.arguments import ThoughtInput
 from thoughtline.library import search
 from thoughtline.storage import search as search_store
-from thoughtline.storage.db import Writer, connect
+from thoughtline.storage import vectors as vector_store
+from thoughtline.storage.db import connect
+from thoughtline.storage.idempotency import Replayed
 from thoughtline.storage.migrations import MIGRATIONS, migrate
 from thoughtline.storage.search import ColumnWeights, SearchFilters
-from thoughtline.storage.thoughts import Replayed, Written, append_thought
+from thoughtline.storage.thoughts import Written, append_thought
+from thoughtline.storage.writer import Writer
 
 STEPS = [
     "The nightly export keeps timing out.",
@@ -98,7 +101,7 @@ def test_the_strict_match_sees_only_the_thoughts_own_text(conn: apsw.Connection)
 def test_writes_edits_and_deletes_keep_the_index_equal_to_a_full_refill(conn: apsw.Connection) -> None:
     def refilled() -> dict[str, list[tuple[int, float]]]:
         with conn:
-            search_store.reset_index(conn, "test-model")
+            vector_store.reset_index(conn, "test-model")
         return _snapshot(conn)
 
     _add_sequence(conn, "seq_a", "Export timeouts", STEPS)
@@ -184,7 +187,7 @@ async def test_a_commit_group_indexes_its_thoughts_as_they_would_be_one_at_a_tim
     assert {t for t, _ in grouped["serializer"]} == {1, 3, 4}  # step 2 and both its neighbours, not the failed one
     assert {t for t, _ in grouped["billing"]} == {2, 6}
     with conn:
-        search_store.reset_index(conn, "test-model")
+        vector_store.reset_index(conn, "test-model")
     assert grouped == _snapshot(conn)
     conn.close()
 

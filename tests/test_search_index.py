@@ -19,7 +19,7 @@ from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS, VECTOR_SLOTS, chun
 from thoughtline.library import dense_runs, helping, int8_product, vectors
 from thoughtline.library.dense import DenseIndex, Scores
 from thoughtline.library.embed import MiniLMEmbedder
-from thoughtline.storage import search as search_store
+from thoughtline.storage import vectors as vector_store
 from thoughtline.storage.router import store_path
 
 PHRASINGS = [
@@ -85,7 +85,7 @@ def golden_store(tmp_path_factory: pytest.TempPathFactory, embedder: MiniLMEmbed
 
 def _float_scores(conn: apsw.Connection, query: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Thought ids and whole / best / sequence cosines in float32, straight from sqlite-vec's vectors."""
-    rows = search_store.vectors_with_sequence_after(conn, 0)
+    rows = vector_store.vectors_with_sequence_after(conn, 0)
     keys = np.array([r[0] for r in rows])
     seqs = np.array([r[2] for r in rows])
     mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
@@ -156,8 +156,8 @@ def test_reading_vec0_chunks_gives_what_the_virtual_table_gives_after_deletes_an
     scanned.refresh(conn)
     assert chunked._state[1].order is not None  # storage order is not key order here
     # vec0's key table counts what the virtual table holds, holes and all.
-    assert search_store.vector_count(conn) == conn.execute("SELECT count(*) FROM thought_vectors").fetchall()[0][0]
-    assert search_store.vector_count(conn) == len(chunked) == len(scanned)
+    assert vector_store.vector_count(conn) == conn.execute("SELECT count(*) FROM thought_vectors").fetchall()[0][0]
+    assert vector_store.vector_count(conn) == len(chunked) == len(scanned)
     assert 2 not in chunked.score(queries[0]).thought_ids.tolist()
     _same(chunked.score_many(queries), scanned.score_many(queries))
     conn.close()

@@ -13,7 +13,7 @@ from thoughtline.domain.vector_keys import thought_of
 from thoughtline.library import ranker, vectors
 from thoughtline.library.dense import DenseIndex
 from thoughtline.library.embed import MiniLMEmbedder
-from thoughtline.storage import search as search_store
+from thoughtline.storage import vectors as vector_store
 from thoughtline.storage.db import connect
 from thoughtline.storage.migrations import migrate
 
@@ -53,7 +53,7 @@ def test_dense_index_scores_whole_best_sentence_and_sequence_and_follows_the_sto
     # The best-vector cosine is that of the thought's closest stored (float) vector, to within the
     # in-memory int8 codes' error.
     expected: dict[int, float] = {}
-    for key, blob in search_store.vectors_after(conn, -1):
+    for key, blob in vector_store.vectors_after(conn, -1):
         cosine = float(np.frombuffer(blob, dtype=np.float32) @ query)
         expected[thought_of(key)] = max(expected.get(thought_of(key), -2.0), cosine)
     assert np.allclose([expected[t] for t in (1, 2, 3)], scores.best, atol=3e-3)

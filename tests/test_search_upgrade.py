@@ -14,7 +14,7 @@ from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS, VECTOR_SLOTS, chun
 from thoughtline.identity import OWNER_KEY
 from thoughtline.library import vectors
 from thoughtline.library.embed import MiniLMEmbedder
-from thoughtline.storage import search as search_store
+from thoughtline.storage import vectors as vector_store
 from thoughtline.storage.db import connect, write_transaction
 from thoughtline.storage.migrations import MIGRATIONS, migrate
 from thoughtline.storage.router import store_path
@@ -50,7 +50,7 @@ def _old_store(path: Path, embedder: MiniLMEmbedder, passage_min_chars: int) -> 
     _add(conn, "seq_" + "b" * 32, "Cold radiators upstairs", BOILER)
     _add(conn, "seq_" + "c" * 32, "Lease renewal", LEASE)
     vectors.backfill(conn, embedder, passage_min_chars=passage_min_chars)
-    assert search_store.pending_count(conn) == 0
+    assert vector_store.pending_count(conn) == 0
     return conn
 
 
@@ -72,11 +72,11 @@ async def test_an_upgraded_store_gets_sentence_vectors_that_replace_the_old_ones
     data = tmp_path / "data"
     path = store_path(data, OWNER_KEY)
     conn = _old_store(path, embedder, OLD_RULE_MIN_CHARS)
-    assert search_store.vector_count(conn) == len(BOILER) + len(LEASE)  # one whole vector each
+    assert vector_store.vector_count(conn) == len(BOILER) + len(LEASE)  # one whole vector each
     assert migrate(conn) == ["0007_search_ranking"]
     # Every multi-sentence thought is queued again; the one-sentence step keeps its vector as is.
-    assert search_store.pending_count(conn) == len(BOILER) + len(LEASE) - 1
-    assert search_store.vector_count(conn) == len(BOILER) + len(LEASE)  # still served meanwhile
+    assert vector_store.pending_count(conn) == len(BOILER) + len(LEASE) - 1
+    assert vector_store.vector_count(conn) == len(BOILER) + len(LEASE)  # still served meanwhile
     conn.close()
 
     app = create_app(Settings(data_dir=data, api_token=TOKEN), embedder_factory=lambda: embedder)
@@ -97,7 +97,7 @@ async def test_an_upgraded_store_gets_sentence_vectors_that_replace_the_old_ones
     keys = _stored_keys(conn)
     assert len(keys) == len(set(keys))  # replaced, not duplicated
     assert set(keys) == _expected_keys(conn)
-    assert search_store.pending_count(conn) == 0
+    assert vector_store.pending_count(conn) == 0
     conn.close()
 
 
@@ -105,7 +105,7 @@ def test_a_store_embedded_under_the_current_rule_requeues_nothing(tmp_path: Path
     conn = _old_store(store_path(tmp_path / "data", OWNER_KEY), embedder, PASSAGE_MIN_CHARS)
     before = sorted(_stored_keys(conn))
     assert migrate(conn) == ["0007_search_ranking"]
-    assert search_store.pending_count(conn) == 0
+    assert vector_store.pending_count(conn) == 0
     assert sorted(_stored_keys(conn)) == before
     conn.close()
 
@@ -113,7 +113,7 @@ def test_a_store_embedded_under_the_current_rule_requeues_nothing(tmp_path: Path
 def test_a_new_store_records_the_migration_with_nothing_to_requeue(tmp_path: Path) -> None:
     conn = connect(tmp_path / "new.sqlite3", "wal")
     assert "0007_search_ranking" in migrate(conn)
-    assert search_store.pending_count(conn) == 0
+    assert vector_store.pending_count(conn) == 0
     conn.close()
 
 

@@ -14,9 +14,12 @@ from thoughtline.config import MAX_RETENTION_DAYS
 from thoughtline.domain.arguments import ThoughtInput
 from thoughtline.identity import OWNER_KEY, github_user_key
 from thoughtline.storage import migrations
-from thoughtline.storage.db import Writer, connect
+from thoughtline.storage.db import connect
+from thoughtline.storage.idempotency import Replayed
 from thoughtline.storage.router import StoreRouter, store_path
-from thoughtline.storage.thoughts import Replayed, Written, append_thought, get_sequence
+from thoughtline.storage.sequence_reads import get_sequence
+from thoughtline.storage.thoughts import Written, append_thought
+from thoughtline.storage.writer import Writer
 
 pytestmark = pytest.mark.anyio
 

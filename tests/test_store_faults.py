@@ -19,7 +19,8 @@ import pytest
 
 from tests.support import TOKEN, mcp_client, serve_in_thread, structured, text
 from thoughtline.config import Settings
-from thoughtline.storage.db import StorageError, Writer
+from thoughtline.storage.db import StorageError
+from thoughtline.storage.writer import Writer
 from thoughtline.web.app import create_app
 
 pytestmark = pytest.mark.anyio

@@ -23,7 +23,7 @@ from starlette.responses import JSONResponse, Response
 from thoughtline.api.auth import RequestAuthenticator, identify
 from thoughtline.api.errors import INTERNAL_MESSAGE, UNAVAILABLE, ApiRefusal, error_response, failure_response
 from thoughtline.clock import Clock, now_ms
-from thoughtline.domain.arguments import reject_unknown
+from thoughtline.domain.coercion import reject_unknown
 from thoughtline.errors import InternalError, ThoughtlineError, invalid
 from thoughtline.identity import reset_principal, set_principal
 from thoughtline.library.review import ProposalReview

@@ -5,7 +5,8 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from thoughtline.api.calls import Call, ok
-from thoughtline.domain.arguments import coerce_int, coerce_str, parse_proposal_id
+from thoughtline.domain.arguments import parse_proposal_id
+from thoughtline.domain.coercion import coerce_int, coerce_str
 from thoughtline.domain.thread_names import check_name
 from thoughtline.library.review import DEFAULT_LIMIT, MAX_LIMIT
 from thoughtline.wire.proposals import decision_json, page_json

@@ -9,15 +9,8 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from thoughtline.api.calls import Call, ok
-from thoughtline.domain.arguments import (
-    coerce_int,
-    coerce_str,
-    one_of,
-    optional_one_of,
-    parse_delete,
-    parse_history,
-    require_sequence_id,
-)
+from thoughtline.domain.arguments import parse_delete, parse_history, require_sequence_id
+from thoughtline.domain.coercion import coerce_int, coerce_str, one_of, optional_one_of
 from thoughtline.errors import DomainError
 from thoughtline.library import history, sequences
 from thoughtline.storage.search import STATUSES

@@ -12,16 +12,8 @@ from typing import Any
 from starlette.responses import Response
 
 from thoughtline.api.calls import Call, ok
-from thoughtline.domain.arguments import (
-    coerce_bool,
-    coerce_int,
-    one_of,
-    parse_description,
-    parse_instant,
-    parse_thread_type,
-    require_confirm,
-    require_sequence_id,
-)
+from thoughtline.domain.arguments import parse_description, parse_thread_type, require_sequence_id
+from thoughtline.domain.coercion import coerce_bool, coerce_int, one_of, parse_instant, require_confirm
 from thoughtline.domain.thread_names import check_name
 from thoughtline.errors import invalid
 from thoughtline.library import threads

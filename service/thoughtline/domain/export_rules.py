@@ -6,13 +6,13 @@ It also keeps what only the whole file shows (positions without gaps, branches a
 inside their own sequence, every sequence holding thoughts, no sequence its own ancestor) and
 recomputes the derived columns (`Derived`). Import refuses a file at its first problem;
 `thoughtline check` runs the same checker over a store's own rows. Messages never quote thought text.
+The thread records' rules are `domain/export_threads.py`'s; the state kept per sequence and branch,
+`domain/export_tallies.py`'s.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from thoughtline.domain.arguments import (
@@ -20,67 +20,19 @@ from thoughtline.domain.arguments import (
     MAIN_BRANCH,
     MAX_BRANCH_ID_CHARS,
     MAX_KIND_CHARS,
-    MAX_PROPOSAL_ID,
     MAX_THOUGHT_CHARS,
-    PROPOSAL_ID_DIGITS,
     SEQUENCE_ID_RE,
 )
+from thoughtline.domain.export_tallies import NO_BRANCH, BranchTally, Derived, SequenceTally
+from thoughtline.domain.export_threads import check_membership, check_proposal_ids, check_thread
 from thoughtline.domain.record_fields import MAX_ID, Fields, RecordProblem, is_id, kind_of
 from thoughtline.domain.sequence_labels import on_loops
-from thoughtline.domain.thinking import BranchInfo, ThoughtRef, make_title, resolve_from
-from thoughtline.domain.thread_names import MAX_DESCRIPTION, check_name
-from thoughtline.domain.thread_types import THREAD_TYPES
-from thoughtline.errors import DomainError
+from thoughtline.domain.thinking import BranchInfo, make_title, resolve_from
 
 RECORD_TYPES = ("sequence", "branch", "thought", "thread", "thread_member", "thread_rejection", "proposal_ids")
 SEQUENCE_STATUSES = ("active", "paused", "completed", "abandoned")
 MAX_CLIENT_ID_CHARS = 2_048
 MAX_FLAGS = 7  # the three flag bits of storage/thoughts.py
-
-
-@dataclass(frozen=True)
-class Derived:
-    """A sequence's columns that follow from its thoughts."""
-
-    title: str
-    thought_count: int
-    last_thought_number: int
-    total_thoughts: int
-
-
-@dataclass
-class _Sequence:
-    label: str
-    ref: int
-    count: int = 0
-    title: str = ""
-    last_number: int = 0
-    last_total: int = 0
-    numbers: dict[int, int] = field(default_factory=dict)  # position -> thought number
-    flawed: bool = False  # a thought of it broke a rule: its derived columns are not known
-    public_id: str = ""
-    parent: str | None = None
-    owners: dict[int, int | None] = field(default_factory=dict)  # position -> branch file id (None = main)
-    branches: dict[str, BranchInfo] = field(default_factory=dict)  # by name, keyed by branch file ids
-    # (branch file id, number) -> positions, ascending: the thoughts a reference can land on.
-    scopes: dict[tuple[int | None, int], list[int]] = field(default_factory=dict)
-
-    def find(self, branch: int | None, number: int, max_position: int | None) -> ThoughtRef | None:
-        """The tools' `Finder` over the thoughts read so far: the newest `number` on `branch`."""
-        positions = self.scopes.get((branch, number), [])
-        at = bisect_right(positions, max_position) if max_position is not None else len(positions)
-        return ThoughtRef(positions[at - 1], number, branch) if at else None
-
-
-@dataclass
-class _Branch:
-    sequence: int
-    label: str
-    ref: int
-    from_thought: int
-    fork_position: int
-    name: str = ""
-    parent: int | None = None
 
 
 class RecordChecker:
@@ -89,9 +41,9 @@ class RecordChecker:
     def __init__(self, now_ms: int, *, clamp: bool) -> None:
         self._now_ms = now_ms
         self._clamp = clamp
-        self._sequences: dict[int, _Sequence] = {}
+        self._sequences: dict[int, SequenceTally] = {}
         self._public_ids: set[str] = set()
-        self._branches: dict[int, _Branch] = {}
+        self._branches: dict[int, BranchTally] = {}
         self._branch_names: set[tuple[int, str]] = set()
         self._thoughts: set[int] = set()
         self._threads: set[int] = set()
@@ -99,10 +51,10 @@ class RecordChecker:
             "sequence": self._sequence,
             "branch": self._branch,
             "thought": self._thought,
-            "thread": self._thread,
+            "thread": lambda f: check_thread(f, self._threads),
             "thread_member": self._membership,
             "thread_rejection": self._membership,
-            "proposal_ids": self._proposal_ids,
+            "proposal_ids": check_proposal_ids,
         }
 
     def check(self, rec: Mapping[str, Any], ref: int = 0) -> dict[str, Any]:
@@ -177,7 +129,7 @@ class RecordChecker:
         if rowid in self._sequences or (isinstance(public_id, str) and public_id in self._public_ids):
             raise f.problem("appears twice in the file")
         # Known before its fields are judged, so a check reports its thoughts' own problems only.
-        self._sequences[rowid] = _Sequence(f.label, f.ref)
+        self._sequences[rowid] = SequenceTally(f.label, f.ref)
         if not isinstance(public_id, str) or not SEQUENCE_ID_RE.match(public_id):
             raise f.problem("'public_id' must be seq_ followed by 32 lowercase hex characters, as the tools issue")
         self._public_ids.add(public_id)
@@ -224,12 +176,12 @@ class RecordChecker:
         if rowid in self._branches or (seq, name) in self._branch_names:
             raise f.problem("appears twice in the file")
         parent = f.raw("parent_branch")
-        if parent is not None and (not is_id(parent) or self._branches.get(parent, _NOWHERE).sequence != seq):
+        if parent is not None and (not is_id(parent) or self._branches.get(parent, NO_BRANCH).sequence != seq):
             raise f.problem("'parent_branch' must be an earlier branch of the same sequence, or null")
         from_thought = int(f.number("from_thought") or 0)
         fork_position = f.ident("fork_position")
         label = f"branch {name!r} of {self._sequences[seq].label}"
-        self._branches[rowid] = _Branch(seq, label, f.ref, from_thought, fork_position, name, parent)
+        self._branches[rowid] = BranchTally(seq, label, f.ref, from_thought, fork_position, name, parent)
         self._sequences[seq].branches[name] = BranchInfo(rowid, name, parent, from_thought, fork_position)
         self._branch_names.add((seq, name))
         return {
@@ -254,7 +206,7 @@ class RecordChecker:
             seq.flawed = True
             raise
 
-    def _thought_fields(self, f: Fields, seq_id: int, seq: _Sequence) -> dict[str, Any]:
+    def _thought_fields(self, f: Fields, seq_id: int, seq: SequenceTally) -> dict[str, Any]:
         rowid = f.ident("id")
         if rowid in self._thoughts:
             raise f.problem("appears twice in the file")
@@ -317,7 +269,7 @@ class RecordChecker:
         return row
 
     def _check_revision_target(
-        self, f: Fields, seq: _Sequence, branch: int | None, number: int, position: int | None
+        self, f: Fields, seq: SequenceTally, branch: int | None, number: int, position: int | None
     ) -> None:
         """A revision must name the thought `revisesThought` meant when it was written: the thoughts
         read so far are exactly the ones stored before it, so the tools' own resolution answers."""
@@ -334,66 +286,9 @@ class RecordChecker:
                 "their fork points)"
             )
 
-    def _thread(self, f: Fields) -> dict[str, Any]:
-        rowid = f.ident("id")
-        if rowid in self._threads:
-            raise f.problem("appears twice in the file")
-        self._threads.add(rowid)
-        try:
-            name = check_name(f.raw("name"))
-        except DomainError as exc:
-            raise f.problem(exc.message) from None
-        description = str(f.text("description", MAX_DESCRIPTION, keep="\t\n"))
-        created = f.time("created_at")
-        # The type a user set (null: derived from the events); exports made before types lack it.
-        kind = f.raw("thread_type", required=False)
-        if kind is not None and kind not in THREAD_TYPES:
-            raise f.problem(f"'thread_type' must be one of {', '.join(THREAD_TYPES)} or null, got {kind_of(kind)}")
-        return {
-            "id": rowid,
-            "name": name,
-            "description": description.strip(),
-            "status": f.choice("status", ("active", "archived")),
-            "created_at": created,
-            "updated_at": max(created, f.time("updated_at")),
-            "type": kind,
-        }
-
     def _membership(self, f: Fields) -> dict[str, Any]:
-        thread = f.raw("thread")
-        if not is_id(thread) or thread not in self._threads:
-            raise f.problem(f"refers to thread record {kind_of(thread)}, which is not earlier in the file")
-        seq = self._own_sequence(f)
-        named = f.rec.get("sequence_public_id")
-        # The export writes both; a hand edit that changed one would file the membership under a
-        # sequence nobody meant.
-        if named is not None and named != self._sequences[seq].public_id:
-            raise f.problem(
-                f"'sequence_public_id' is {_shown(named)} but sequence record {seq} is "
-                f"{self._sequences[seq].public_id}; make them name the same sequence"
-            )
-        out: dict[str, Any] = {"thread": thread, "sequence_id": seq}
-        if f.rec.get("type") == "thread_member":
-            out["added_by"] = f.choice("added_by", ("agent", "user", "review"))
-            out["created_at"] = f.time("created_at")
-        else:
-            out["rejected_at"] = f.time("rejected_at")
-        return out
-
-    def _proposal_ids(self, f: Fields) -> dict[str, Any]:
-        issued = int(f.integer("issued", 0, MAX_ID) or 0)
-        # The store's next proposal id is issued + 1; past MAX_PROPOSAL_ID no tool could review it.
-        if issued >= MAX_PROPOSAL_ID:
-            raise f.problem(
-                f"'issued' is {issued}, so the next proposal id would have more than {PROPOSAL_ID_DIGITS} digits, "
-                f"which review_proposals cannot take; use at most {MAX_PROPOSAL_ID - 1}"
-            )
-        return {"issued": issued}
-
-
-def _shown(value: object) -> str:
-    """A sequence id as it is (ids are not thought text); anything else by its kind."""
-    return value if isinstance(value, str) and SEQUENCE_ID_RE.match(value) else kind_of(value)
+        """A thread_member or thread_rejection record (`domain/export_threads.py`)."""
+        return check_membership(f, self._threads, self._own_sequence, lambda seq: self._sequences[seq].public_id)
 
 
 def check_file(records: Iterable[tuple[int, Mapping[str, Any]]], now_ms: int) -> None:
@@ -415,9 +310,6 @@ def check_file(records: Iterable[tuple[int, Mapping[str, Any]]], now_ms: int) ->
             '{"type": "proposal_ids", "issued": 0})',
             last_ref + 1,
         )
-
-
-_NOWHERE = _Branch(sequence=0, label="", ref=0, from_thought=0, fork_position=0)
 
 
 def _label(rec: Mapping[str, Any]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from thoughtline.domain.arguments import MAX_NUMBER
+from thoughtline.domain.coercion import MAX_NUMBER
 
 MAX_ID = 2**62
 _CONTROL = {chr(c) for c in range(32)} | {"\x7f"}

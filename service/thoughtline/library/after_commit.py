@@ -24,7 +24,7 @@ import apsw
 from thoughtline.library import model_identity
 from thoughtline.library.related_open import RelatedOnOpen
 from thoughtline.library.term_cache import TermCaches
-from thoughtline.storage import search as search_store
+from thoughtline.storage import vectors as vector_store
 from thoughtline.storage.db import StorageError
 
 if TYPE_CHECKING:
@@ -205,9 +205,9 @@ class AfterCommitWork:
         The commit hook reaches the event loop from the writer thread, possibly after the write's
         caller has already resumed, so waiting for running tasks alone could miss it.
         """
-        while await opened.read(search_store.pending_count):
+        while await opened.read(vector_store.pending_count):
             self._progress.clear()
-            if not await opened.read(search_store.pending_count):
+            if not await opened.read(vector_store.pending_count):
                 return
             await self._progress.wait()
 
@@ -237,7 +237,7 @@ class AfterCommitWork:
             return 0
         rows = await asyncio.to_thread(vectors.embed_pending, self.embedder(), pending)
         self._model_loaded = True
-        return await opened.write(lambda conn: search_store.store_vectors(conn, rows, made_by=current))
+        return await opened.write(lambda conn: vector_store.store_vectors(conn, rows, made_by=current))
 
     async def embed_for_search(self, opened: UserStore) -> int:
         """Vectors a search needs now, bounded; returns how many thoughts were embedded.

@@ -1,6 +1,6 @@
 """Signed paging cursors: one signer, a salt per purpose (history, proposals, sequence listing).
 
-A cursor is an opaque string signed with the store's own secret (`storage.thoughts.cursor_secret`)
+A cursor is an opaque string signed with the store's own secret (`storage.rows.cursor_secret`)
 and a salt that names what it pages, so a cursor that was edited, that comes from another user's
 store, or that pages something else is refused rather than misread. The history and proposal
 salts are the ones their cursors were first issued with, so cursors a client holds keep working.

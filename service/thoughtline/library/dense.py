@@ -40,8 +40,8 @@ from thoughtline.library.dense_runs import (
     sequences_of_thoughts,
 )
 from thoughtline.library.int8_product import FloatArray, Queries
-from thoughtline.storage import search as search_store
 from thoughtline.storage import vector_codes, vector_scan
+from thoughtline.storage import vectors as vector_store
 
 IntArray = NDArray[np.int64]
 # Appends add small packed runs; beyond this many the next refresh loads the store afresh.
@@ -189,7 +189,7 @@ class DenseIndex:
 
     def refresh(self, conn: apsw.Connection) -> None:
         """Bring the index in step with the store."""
-        generation, max_id = search_store.vector_state(conn)
+        generation, max_id = vector_store.vector_state(conn)
         with self._lock:
             if generation == self.generation and max_id == self.max_id:
                 return

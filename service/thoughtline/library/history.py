@@ -16,10 +16,10 @@ from thoughtline.domain.arguments import HistoryInput
 from thoughtline.errors import DomainError, invalid
 from thoughtline.library import cursors
 from thoughtline.storage import history as history_store
-from thoughtline.storage import thoughts as store
 from thoughtline.storage.history import BranchSummary, ThoughtRow
 from thoughtline.storage.router import UserStore
-from thoughtline.storage.thoughts import SequenceRow
+from thoughtline.storage.rows import cursor_secret
+from thoughtline.storage.sequence_reads import SequenceRow, get_sequence, parent_deleted
 
 
 @dataclass(frozen=True)
@@ -71,14 +71,14 @@ def _after(secret: str, inp: HistoryInput) -> int | None:
 
 def page(conn: apsw.Connection, inp: HistoryInput) -> HistoryPage:
     """Read one page (inside the caller's read snapshot)."""
-    seq = store.get_sequence(conn, inp.sequence_id)
+    seq = get_sequence(conn, inp.sequence_id)
     if seq is None:
         raise DomainError(
             "sequence_not_found",
             f"no sequence {inp.sequence_id} in your store; check the id returned by sequentialthinking.",
             api_message=f"no sequence {inp.sequence_id} in your store; check the id (GET /api/v1/sequences).",
         )
-    secret = store.cursor_secret(conn)
+    secret = cursor_secret(conn)
     after = _after(secret, inp)
     branch: int | bool | None = True
     if inp.branch_id is not None:
@@ -108,7 +108,7 @@ def page(conn: apsw.Connection, inp: HistoryInput) -> HistoryPage:
         child_sequence_ids=tuple(history_store.child_sequence_ids(conn, seq.public_id)),
         threads=tuple(history_store.thread_names(conn, seq.rowid)),
         branches=tuple(history_store.branch_summaries(conn, seq.rowid)),
-        parent_deleted=store.parent_deleted(conn, seq.parent_public_id),
+        parent_deleted=parent_deleted(conn, seq.parent_public_id),
         child_sequence_count=history_store.child_sequence_count(conn, seq.public_id),
     )
     return HistoryPage(header, tuple(shown), next_cursor)

@@ -35,8 +35,8 @@ from thoughtline.library.proposals import (
 )
 from thoughtline.library.term_cache import TermCache
 from thoughtline.storage import proposals as proposal_store
-from thoughtline.storage import search as search_store
 from thoughtline.storage import threads as thread_store
+from thoughtline.storage import vectors as vector_store
 
 if TYPE_CHECKING:
     from thoughtline.library.embed import Embedder
@@ -132,9 +132,9 @@ def _model_id(embedder: Embedder) -> str:
 
 
 async def _embed_missing(opened: UserStore, embedder: Embedder, current: str, thought_ids: Sequence[int]) -> int:
-    pending = await opened.read(lambda conn: search_store.pending_thoughts(conn, thought_ids))
+    pending = await opened.read(lambda conn: vector_store.pending_thoughts(conn, thought_ids))
     rows = await asyncio.to_thread(vectors.embed_pending, embedder, pending)
-    return await opened.write(lambda conn: search_store.store_vectors(conn, rows, made_by=current))
+    return await opened.write(lambda conn: vector_store.store_vectors(conn, rows, made_by=current))
 
 
 # A shared description cache is cleared when it grows past this many texts.

@@ -15,7 +15,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from thoughtline.domain.arguments import coerce_search_text
+from thoughtline.domain.coercion import coerce_search_text
 from thoughtline.errors import invalid
 from thoughtline.library.search import content_terms
 

@@ -41,8 +41,9 @@ import apsw
 
 from thoughtline.library.related import LIMIT, MAX_SEQUENCES, OPENING_THOUGHTS, THRESHOLD, Folded, TermIndex, choose
 from thoughtline.storage import related as related_store
+from thoughtline.storage.idempotency import Replayed
 from thoughtline.storage.related import Card
-from thoughtline.storage.thoughts import Replayed, Written
+from thoughtline.storage.thoughts import Written
 
 if TYPE_CHECKING:
     from thoughtline.storage.router import UserStore

@@ -22,7 +22,7 @@ from thoughtline.library.term_cache import TermCaches
 from thoughtline.storage import proposals as proposal_store
 from thoughtline.storage import threads as thread_store
 from thoughtline.storage.router import UserStore
-from thoughtline.storage.thoughts import cursor_secret
+from thoughtline.storage.rows import cursor_secret
 
 if TYPE_CHECKING:
     from thoughtline.library.embed import Embedder

@@ -1,7 +1,7 @@
 """Pure search logic: FTS5 query building, phrase bonuses, passages and snippets.
 
 Nothing here touches SQLite or the model, so every rule is tested directly. The store queries
-live in `storage/search.py`; `retrieval.py` wires the two together.
+live in `storage/search.py` (keywords) and `storage/vectors.py`; `retrieval.py` wires them together.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from thoughtline.library.retrieval import search_query
 from thoughtline.library.search import make_snippet
 from thoughtline.library.search_types import Hit, Outcome, Scope, Tuning
 from thoughtline.storage import search as search_store
+from thoughtline.storage import vectors as vector_store
 from thoughtline.storage.search import SearchFilters, SequenceEnd
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ async def search(work: AfterCommitWork, opened: UserStore, request: SearchReques
                 "sequence_not_found",
                 f"no sequence {filters.sequence_id} in your store; check the id or omit 'sequenceId'.",
             )
-        waiting = search_store.pending_count(conn)
+        waiting = vector_store.pending_count(conn)
         if filters.active and not search_store.any_thought_matches(conn, filters):
             # Nothing to rank is not "nothing relevant": the filters removed everything.
             return SearchResult(request, Outcome([], False, None), [], waiting, "none", filtered_out=True)

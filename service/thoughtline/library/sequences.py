@@ -22,7 +22,8 @@ from thoughtline.storage import thoughts as store
 from thoughtline.storage.history import ThoughtRow
 from thoughtline.storage.lifecycle import SequenceSummary
 from thoughtline.storage.router import UserStore
-from thoughtline.storage.thoughts import SequenceRow
+from thoughtline.storage.rows import cursor_secret
+from thoughtline.storage.sequence_reads import SequenceRow, get_sequence
 
 # The lifecycle actions and the status each one sets.
 TARGET_STATUS = {"pause": "paused", "resume": "active", "complete": "completed", "abandon": "abandoned"}
@@ -85,7 +86,7 @@ async def list_sequences(
         if thread is not None and not search_store.thread_exists(conn, thread):
             raise _thread_not_found(thread)
         found = None if thread is None else name_key(thread)
-        secret = store.cursor_secret(conn)
+        secret = cursor_secret(conn)
         after = None
         if cursor is not None:
             bound_status, bound_thread, key, rowid = _read_cursor(secret, purpose, cursor, order)
@@ -127,7 +128,7 @@ async def change_status(opened: UserStore, sequence_id: str, action: str, now_ms
         raise DomainError("sequence_not_found", f"no sequence {sequence_id} in your store; check the id.")
 
     def snapshot(conn: apsw.Connection) -> tuple[SequenceRow | None, list[ThoughtRow]]:
-        seq = store.get_sequence(conn, sequence_id)
+        seq = get_sequence(conn, sequence_id)
         last = history_store.history_rows(conn, seq.rowid, True, None, "desc", 1) if seq else []
         return seq, last
 

@@ -18,7 +18,7 @@ import numpy as np
 from thoughtline.domain.vector_keys import PASSAGE_MIN_CHARS as PASSAGE_MIN_CHARS
 from thoughtline.domain.vector_keys import VECTOR_SLOTS, chunk_texts
 from thoughtline.library import model_identity
-from thoughtline.storage import search as search_store
+from thoughtline.storage import vectors as vector_store
 from thoughtline.storage.db import write_transaction
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ BATCH = 64
 
 
 def embed_pending(
-    embedder: Embedder, pending: Sequence[search_store.PendingThought], passage_min_chars: int = PASSAGE_MIN_CHARS
+    embedder: Embedder, pending: Sequence[vector_store.PendingThought], passage_min_chars: int = PASSAGE_MIN_CHARS
 ) -> list[tuple[int, list[bytes]]]:
     """Embed queued thoughts; returns (thought id, [float32 blob per passage]) for `store_vectors`."""
     if not pending:
@@ -46,10 +46,10 @@ def embed_pending(
     return out
 
 
-def collect_pending(conn: apsw.Connection, limit: int = BATCH) -> list[search_store.PendingThought]:
+def collect_pending(conn: apsw.Connection, limit: int = BATCH) -> list[vector_store.PendingThought]:
     """Read up to `limit` queued thoughts (a read connection is enough)."""
-    ids = search_store.pending_vector_ids(conn, limit)
-    return search_store.pending_thoughts(conn, ids) if ids else []
+    ids = vector_store.pending_vector_ids(conn, limit)
+    return vector_store.pending_thoughts(conn, ids) if ids else []
 
 
 def backfill(
@@ -75,7 +75,7 @@ def backfill(
             return done
         rows = embed_pending(embedder, pending, passage_min_chars)
         with write_transaction(conn):
-            stored = search_store.store_vectors(conn, rows, made_by=embedder.model_id)
+            stored = vector_store.store_vectors(conn, rows, made_by=embedder.model_id)
         # A thought deleted meanwhile is dequeued by its delete trigger, so the loop still ends.
         done += stored
         if progress is not None:
@@ -107,6 +107,6 @@ def reindex(conn: apsw.Connection, embedder: Embedder, *, show_progress: bool = 
     # Immediate, not deferred: a transaction that reads first and then writes gets SQLITE_BUSY at
     # once, without waiting, when a running server committed in between.
     with write_transaction(conn):
-        total = search_store.reset_index(conn, embedder.model_id)
+        total = vector_store.reset_index(conn, embedder.model_id)
     with tqdm(total=total, unit="thought", desc="embedding", disable=not show_progress) as bar:
         return backfill(conn, embedder, progress=bar.update)

@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from thoughtline.clock import now_ms
-from thoughtline.domain.arguments import (
+from thoughtline.domain.arguments import coerce_sequence_id
+from thoughtline.domain.coercion import (
     coerce_int,
     coerce_search_text,
-    coerce_sequence_id,
     coerce_str,
     one_of,
     optional_one_of,
@@ -40,7 +40,7 @@ from thoughtline.mcp.library_schemas import (
     search_tool,
 )
 from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolSpec
-from thoughtline.storage import thoughts as store
+from thoughtline.storage.rows import iso
 from thoughtline.storage.search import STATUSES, SearchFilters
 from thoughtline.wire.sequences import summary_json, transition_json
 
@@ -144,8 +144,8 @@ def _filters_text(filters: SearchFilters) -> str:
     parts = [
         *([f"sequenceId {filters.sequence_id}"] if filters.sequence_id is not None else []),
         *([f"status {filters.status}"] if filters.status is not None else []),
-        *([f"written at or after {store.iso(filters.since_ms)}"] if filters.since_ms is not None else []),
-        *([f"written at or before {store.iso(filters.until_ms)}"] if filters.until_ms is not None else []),
+        *([f"written at or after {iso(filters.since_ms)}"] if filters.since_ms is not None else []),
+        *([f"written at or before {iso(filters.until_ms)}"] if filters.until_ms is not None else []),
         *([f"thread {filters.thread!r}"] if filters.thread is not None else []),
     ]
     return ", ".join(parts)
@@ -169,7 +169,7 @@ def _sequence_entries(found: list[Found]) -> tuple[list[dict[str, Any]], list[st
             "status": h.record.status,
             "kind": h.record.kind,
             "thoughtCount": count,
-            "updatedAt": store.iso(f.updated_at if f.updated_at is not None else h.record.created_at),
+            "updatedAt": iso(f.updated_at if f.updated_at is not None else h.record.created_at),
             "score": h.score,
             "thoughtNumber": h.record.number,
             "branchId": h.record.branch,
@@ -213,7 +213,7 @@ def _thought_entries(found: list[Found]) -> tuple[list[dict[str, Any]], list[str
             "similarity": h.similarity,
             "status": h.record.status,
             "kind": h.record.kind,
-            "createdAt": store.iso(h.record.created_at),
+            "createdAt": iso(h.record.created_at),
         }
         results.append(r)
         entries += [

@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from thoughtline.clock import now_ms
-from thoughtline.domain.arguments import coerce_int, coerce_str, one_of, parse_proposal_id, reject_unknown
+from thoughtline.domain.arguments import parse_proposal_id
+from thoughtline.domain.coercion import coerce_int, coerce_str, one_of, reject_unknown
 from thoughtline.domain.thread_names import check_name
 from thoughtline.library.review import DEFAULT_LIMIT, MAX_LIMIT, ProposalReview
 from thoughtline.mcp.proposal_schemas import REVIEW_ACTIONS, review_tool

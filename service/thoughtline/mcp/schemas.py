@@ -14,10 +14,10 @@ from thoughtline.domain.arguments import (
     MAX_BRANCH_ID_CHARS,
     MAX_HISTORY_CHARS,
     MAX_HISTORY_LIMIT,
-    MAX_NUMBER,
     MAX_REQUEST_ID_CHARS,
     MAX_THOUGHT_CHARS,
 )
+from thoughtline.domain.coercion import MAX_NUMBER
 from thoughtline.storage.history import CHILDREN_SHOWN
 
 _NUMBER: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": MAX_NUMBER}

@@ -1,7 +1,7 @@
 """The thread tools' handlers: `configure_thread` and `thread_briefing` (SPEC §5.3).
 
-Thin adapters: parse and check arguments (`domain/arguments.py`), call one operation of
-`library/threads.py` or `library/briefing.py`, and render the typed result as structured
+Thin adapters: parse and check arguments (`domain/arguments.py`, `domain/coercion.py`), call one
+operation of `library/threads.py` or `library/briefing.py`, and render the typed result as structured
 content (`wire/threads.py`) plus readable text.
 """
 
@@ -11,17 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from thoughtline.clock import now_ms
-from thoughtline.domain.arguments import (
-    coerce_bool,
-    coerce_int,
-    coerce_sequence_id,
-    one_of,
-    parse_description,
-    parse_instant,
-    parse_thread_type,
-    reject_unknown,
-    require_confirm,
-)
+from thoughtline.domain.arguments import coerce_sequence_id, parse_description, parse_thread_type
+from thoughtline.domain.coercion import coerce_bool, coerce_int, one_of, parse_instant, reject_unknown, require_confirm
 from thoughtline.domain.thread_names import check_name
 from thoughtline.domain.thread_types import TYPE_SETTINGS, TypeSetting
 from thoughtline.domain.wording import counted
@@ -31,7 +22,7 @@ from thoughtline.library.briefing import DEFAULT_EVENTS, MAX_EVENTS, Briefing, r
 from thoughtline.library.threads import Periods, ThreadChange
 from thoughtline.mcp.thread_schemas import CONFIGURE_ACTIONS, briefing_tool, configure_tool
 from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolSpec
-from thoughtline.storage.thoughts import iso
+from thoughtline.storage.rows import iso
 from thoughtline.wire.threads import briefing_json, deleted_json, thread_json
 
 # The arguments each action takes besides `action`; anything else is refused by name.

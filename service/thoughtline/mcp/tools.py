@@ -37,6 +37,7 @@ from thoughtline.mcp.schemas import (
 from thoughtline.storage import thoughts as store
 from thoughtline.storage.db import StorageError
 from thoughtline.storage.faults import caller_text
+from thoughtline.storage.idempotency import Replayed
 from thoughtline.storage.migrations import SchemaTooNewError
 from thoughtline.storage.related import Card
 from thoughtline.storage.router import StoreRouter, UserStore
@@ -149,12 +150,12 @@ def _think_handler(library: bool, related: RelatedOnOpen | None) -> Handler:
         # own transaction, so a second thought pays no extra round trip (library/related_open.py).
         prepared = related.prepare(ctx.store, inp.sequence_id, inp.thought_number, inp.thought) if related else None
 
-        def write(conn: apsw.Connection) -> tuple[store.Written | store.Replayed, dict[int, Card] | None]:
+        def write(conn: apsw.Connection) -> tuple[store.Written | Replayed, dict[int, Card] | None]:
             written = store.append_thought(conn, inp, at, seq_id, origin, continue_open=library, remember=remember)
             return written, RelatedOnOpen.read_cards(conn, prepared, written)
 
         result, cards = await ctx.store.write(write)
-        if isinstance(result, store.Replayed):
+        if isinstance(result, Replayed):
             return ToolOutput(text=result.recorded["text"], structured=result.recorded["structured"])
         found: list[Related] = []
         if related is not None:

@@ -4,8 +4,8 @@ Why a database and not only signed tokens: codes must be single-use, refresh tok
 reuse detection, and a reused code or refresh token must revoke everything its grant issued. All
 three need state every instance sees, so a stateless multi-instance deployment keeps it in
 `<data_dir>/_auth/auth.sqlite3` on the same shared volume as the user stores, opened through
-`thoughtline.storage.db` (same PRAGMAs, journal mode, single writer). Tokens and codes are random and stored
-only as SHA-256 digests: a copy of the file grants nothing.
+`thoughtline.storage.db` and `thoughtline.storage.writer` (same PRAGMAs, journal mode, single writer).
+Tokens and codes are random and stored only as SHA-256 digests: a copy of the file grants nothing.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from thoughtline.oauth.records import (
     trim_documents,
 )
 from thoughtline.oauth.signing import digest
-from thoughtline.storage.db import Writer
 from thoughtline.storage.reads import ReadPool
+from thoughtline.storage.writer import Writer
 
 T = TypeVar("T")
 

@@ -12,7 +12,7 @@ from typing import Any
 import apsw
 
 from thoughtline.domain.arguments import MAIN_BRANCH
-from thoughtline.storage.thoughts import rows
+from thoughtline.storage.rows import rows
 
 
 def branch_key_for(conn: apsw.Connection, seq_rowid: int, name: str) -> int | bool | None:

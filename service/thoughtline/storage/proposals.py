@@ -17,7 +17,7 @@ import apsw
 
 from thoughtline.domain.arguments import MAX_PROPOSAL_ID
 from thoughtline.domain.vector_keys import VECTOR_SLOTS
-from thoughtline.storage.thoughts import rows
+from thoughtline.storage.rows import rows
 
 # Evidence is read up to this many characters of the thought; the listing clips it to a snippet.
 _EVIDENCE_CHARS = 600

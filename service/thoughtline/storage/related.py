@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from thoughtline.storage.thoughts import iso
+from thoughtline.storage.rows import iso
 
 SNIPPET_CHARS = 200
 

@@ -2,7 +2,7 @@
 
 One SQLite file per user under `<data dir>/stores/`, named by a hash of the stable user key and
 checked to resolve inside that directory. Inside a process each store has exactly one writer
-(see `db.Writer`); across processes SQLite's lock and busy timeout keep one writer at a time.
+(see `writer.Writer`); across processes SQLite's lock and busy timeout keep one writer at a time.
 Stores open on first use (running migrations once) and close after sitting idle, or, beyond
 `max_open` stores or when descriptors run short, least recently used first.
 
@@ -29,7 +29,7 @@ from thoughtline.config import Journal
 from thoughtline.storage import migrations
 from thoughtline.storage import search as search_store
 from thoughtline.storage import thoughts as store
-from thoughtline.storage.db import StorageError, Writer, connect, write_transaction
+from thoughtline.storage.db import StorageError, connect, write_transaction
 from thoughtline.storage.files import create_private_file, private_dir
 from thoughtline.storage.reads import READ_POOL_SIZE, ReadPool
 from thoughtline.storage.registry import (
@@ -39,6 +39,7 @@ from thoughtline.storage.registry import (
     missing_message,
     stamped_id,
 )
+from thoughtline.storage.writer import Writer
 
 logger = logging.getLogger(__name__)
 

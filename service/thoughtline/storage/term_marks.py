@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from thoughtline.storage.thoughts import rows
+from thoughtline.storage.rows import rows
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,15 @@
-"""Typed queries over a user store: the only SQL of the thinking model (outside migrations).
+"""Writing the thinking model: appending a thought to its sequence, and deleting sequences.
 
 Each public function takes an open apsw connection that is already inside a transaction (the
-writer's group commit or a read snapshot) and returns plain dataclasses. What a client sees of a
-write (camelCase fields, prose) is the MCP layer's to render from `Written`.
+writer's group commit) and returns plain dataclasses. What a client sees of a write (camelCase
+fields, prose) is the MCP layer's to render from `Written`. Reading a sequence's header and
+branches is `storage/sequence_reads.py`'s; requestId replays are `storage/idempotency.py`'s.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
-from datetime import date, timedelta
+from dataclasses import dataclass
 from typing import Any
 
 import apsw
@@ -20,134 +17,18 @@ import apsw
 from thoughtline.domain.arguments import ThoughtInput
 from thoughtline.domain.canonical import Continuation, explain_refusal
 from thoughtline.domain.sequence_labels import check_kind, check_parent
-from thoughtline.domain.thinking import (
-    BranchInfo,
-    Finder,
-    Plan,
-    SequenceState,
-    Status,
-    ThoughtRef,
-    listed_branches,
-    make_title,
-    plan_thought,
-)
+from thoughtline.domain.thinking import Plan, SequenceState, ThoughtRef, listed_branches, make_title, plan_thought
 from thoughtline.domain.thread_names import name_key
 from thoughtline.errors import DomainError
 from thoughtline.storage import canonical
+from thoughtline.storage.idempotency import Replayed, record_request, replay
+from thoughtline.storage.rows import rows
+from thoughtline.storage.sequence_reads import SequenceRow, get_branches, get_sequence, make_finder, parent_of
 
 FLAG_REOPENED = 1
 FLAG_NUMBER_REUSED = 2
 # `isRevision: false` was sent: `is_revision` alone can't tell it from an omitted one (SPEC §2.2).
 FLAG_SENT_NOT_REVISION = 4
-
-
-def rows(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """All result rows of one statement (values typed loosely; callers know their columns)."""
-    return list(conn.execute(sql, params))
-
-
-_EPOCH = date(1970, 1, 1)
-
-
-def iso(ms: int) -> str:
-    """Unix milliseconds as an ISO-8601 UTC timestamp (`2026-12-01T23:02:47.123Z`).
-
-    Integer arithmetic below the day, one cached date per day: a briefing of a few hundred
-    members writes two of these per member, and this is ~10x cheaper than a datetime each.
-    """
-    days, rest = divmod(ms, 86_400_000)
-    seconds, milli = divmod(rest, 1000)
-    hours, seconds = divmod(seconds, 3600)
-    minutes, seconds = divmod(seconds, 60)
-    return f"{_iso_date(days)}T{hours:02d}:{minutes:02d}:{seconds:02d}.{milli:03d}Z"
-
-
-@functools.lru_cache(maxsize=4096)
-def _iso_date(days: int) -> str:
-    day = _EPOCH + timedelta(days=days)
-    return f"{day.year:04d}-{day.month:02d}-{day.day:02d}"
-
-
-def cursor_secret(conn: apsw.Connection) -> str:
-    """The store's own key for signing history cursors (created by the first migration)."""
-    return str(rows(conn, "SELECT value FROM meta WHERE key = 'cursor_secret'")[0][0])
-
-
-@dataclass(frozen=True)
-class SequenceRow:
-    """A sequence's stored header."""
-
-    rowid: int
-    public_id: str
-    title: str
-    status: Status
-    total_thoughts: int
-    last_thought_number: int
-    thought_count: int
-    parent_public_id: str | None
-    created_at: int
-    updated_at: int
-    kind: str | None
-
-
-_SEQ_COLS = (
-    "id, public_id, title, status, total_thoughts, last_thought_number, thought_count, "
-    "parent_public_id, created_at, updated_at, kind"
-)
-
-
-def get_sequence(conn: apsw.Connection, public_id: str) -> SequenceRow | None:
-    """The sequence with this public id, or None."""
-    found = rows(conn, f"SELECT {_SEQ_COLS} FROM sequences WHERE public_id = ?", (public_id,))
-    return SequenceRow(*found[0]) if found else None
-
-
-def parent_of(conn: apsw.Connection, public_id: str) -> str | None:
-    """The stored parent of a sequence (None: it has none, or there is no such sequence)."""
-    found = rows(conn, "SELECT parent_public_id FROM sequences WHERE public_id = ?", (public_id,))
-    return str(found[0][0]) if found and found[0][0] is not None else None
-
-
-def parent_deleted(conn: apsw.Connection, parent_public_id: str | None) -> bool:
-    """Whether a stored parent link names a sequence that no longer exists (deleted since).
-
-    The link itself is kept: a parent is set once (`check_parent`), so clearing it would let a
-    later call re-parent the sub-agent, and the sub-agent may keep repeating the id it recorded.
-    """
-    return parent_public_id is not None and not rows(
-        conn, "SELECT 1 FROM sequences WHERE public_id = ?", (parent_public_id,)
-    )
-
-
-def get_branches(conn: apsw.Connection, seq_rowid: int) -> dict[str, BranchInfo]:
-    """All branches of a sequence by name."""
-    found = rows(
-        conn,
-        "SELECT id, name, parent_branch, from_thought, fork_position FROM branches WHERE sequence_id = ? ORDER BY id",
-        (seq_rowid,),
-    )
-    return {row[1]: BranchInfo(*row) for row in found}
-
-
-def make_finder(conn: apsw.Connection, seq_rowid: int) -> Finder:
-    """A Finder backed by the `thoughts_by_scope` index."""
-
-    def find(branch: int | None, number: int, max_position: int | None) -> ThoughtRef | None:
-        found = rows(
-            conn,
-            "SELECT position FROM thoughts WHERE sequence_id = ? AND branch IS ? AND number = ? "
-            "AND position <= ? ORDER BY position DESC LIMIT 1",
-            (seq_rowid, branch, number, max_position if max_position is not None else 2**62),
-        )
-        return ThoughtRef(found[0][0], number, branch) if found else None
-
-    return find
-
-
-def _fingerprint(inp: ThoughtInput) -> str:
-    fields = asdict(inp)
-    fields.pop("request_id")
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -172,41 +53,8 @@ class Written:
     branch_count: int = 0
 
 
-@dataclass(frozen=True)
-class Replayed:
-    """A retry (same requestId, same arguments): what the caller recorded for the original call."""
-
-    recorded: dict[str, Any]
-
-
 # What a caller keeps for a retry of a call with requestId: it must be JSON (stored in `requests`).
 Remember = Callable[[Written], Mapping[str, Any]]
-
-
-def _request_client(origin: str | None) -> str:
-    """The `requests.client` of a caller: its OAuth client id, '' for the static token."""
-    return origin or ""
-
-
-def _replay(conn: apsw.Connection, inp: ThoughtInput, origin: str | None) -> dict[str, Any] | None:
-    if inp.request_id is None:
-        return None
-    # Keyed by (client, requestId) like continuation: another client's key is not this one's.
-    found = rows(
-        conn,
-        "SELECT fingerprint, result FROM requests WHERE client = ? AND request_id = ?",
-        (_request_client(origin), inp.request_id),
-    )
-    if not found:
-        return None
-    if found[0][0] != _fingerprint(inp):
-        raise DomainError(
-            "idempotency_conflict",
-            f"requestId '{inp.request_id}' was already used with different arguments; "
-            "use a new requestId for a new thought, or resend the original arguments to get the original result.",
-        )
-    replayed: dict[str, Any] = json.loads(found[0][1])
-    return replayed
 
 
 def _thread_ids(conn: apsw.Connection, names: Iterable[str], seq_rowid: int | None) -> list[int]:
@@ -258,7 +106,7 @@ def append_thought(
     `remember` makes of the result is stored in the same transaction and a retry gets it back as
     `Replayed` (without `remember`, an empty record).
     """
-    replayed = _replay(conn, inp, origin)
+    replayed = replay(conn, inp, origin)
     if replayed is not None:
         return Replayed(replayed)
     seq: SequenceRow | None = None
@@ -392,11 +240,7 @@ def append_thought(
     written = Written(public_id, seq_rowid, thought_id, seq is None, plan, listed, position, guess, len(names))
     if inp.request_id is not None:
         record = dict(remember(written)) if remember is not None else {}
-        conn.execute(
-            "INSERT INTO requests(client, request_id, sequence_id, fingerprint, result, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (_request_client(origin), inp.request_id, seq_rowid, _fingerprint(inp), json.dumps(record), now_ms),
-        )
+        record_request(conn, inp, origin, seq_rowid, record, now_ms)
     return written
 
 

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, get_args
 import apsw
 
 from thoughtline.domain.thread_state import TaggedEventKind
-from thoughtline.storage.thoughts import rows
+from thoughtline.storage.rows import rows
 
 # Events are read up to this many characters of the thought; the briefing clips them to 280.
 _EVENT_TEXT_CHARS = 600

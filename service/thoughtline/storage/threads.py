@@ -19,7 +19,7 @@ import apsw
 
 from thoughtline.domain.thread_names import name_key
 from thoughtline.errors import DomainError
-from thoughtline.storage.thoughts import rows
+from thoughtline.storage.rows import rows
 
 _THREAD_COLS = "id, name, description, status, created_at, updated_at, type"
 

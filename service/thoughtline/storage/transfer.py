@@ -17,7 +17,7 @@ from thoughtline.domain.export_rules import RecordChecker
 from thoughtline.domain.record_fields import RecordProblem
 from thoughtline.domain.thread_names import name_key
 from thoughtline.storage.proposals import issued_proposal_ids, reserve_proposal_ids
-from thoughtline.storage.thoughts import get_sequence
+from thoughtline.storage.sequence_reads import get_sequence
 
 # A thread's own type travels as `thread_type`: `type` names the record's kind.
 _THREAD_KEYS = ("id", "name", "description", "status", "created_at", "updated_at", "thread_type")

@@ -7,6 +7,7 @@ from typing import Any
 from thoughtline.library.history import HistoryPage, SequenceHeader
 from thoughtline.storage import thoughts as store
 from thoughtline.storage.history import ThoughtRow
+from thoughtline.storage.rows import iso
 
 
 def header_json(header: SequenceHeader) -> dict[str, Any]:
@@ -20,8 +21,8 @@ def header_json(header: SequenceHeader) -> dict[str, Any]:
         "thoughtHistoryLength": seq.thought_count,
         "lastThoughtNumber": seq.last_thought_number,
         "totalThoughts": seq.total_thoughts,
-        "createdAt": store.iso(seq.created_at),
-        "updatedAt": store.iso(seq.updated_at),
+        "createdAt": iso(seq.created_at),
+        "updatedAt": iso(seq.updated_at),
         "parentSequenceId": seq.parent_public_id,
         # Only when set, like the thought flags: the parent was deleted, the link stays (set once).
         **({"parentDeleted": True} if header.parent_deleted else {}),
@@ -49,7 +50,7 @@ def thought_json(row: ThoughtRow) -> dict[str, Any]:
         "totalThoughts": row.total,
         "nextThoughtNeeded": row.next_needed,
         "thought": row.body,
-        "createdAt": store.iso(row.created_at),
+        "createdAt": iso(row.created_at),
     }
     if row.branch_name is not None:
         item["branchId"] = row.branch_name

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from thoughtline.library.review import Decision, Proposal, ProposalPage
-from thoughtline.storage.thoughts import iso
+from thoughtline.storage.rows import iso
 
 
 def proposal_json(p: Proposal) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from thoughtline.library.sequences import Deletion, SequencePage, Transition
 from thoughtline.storage.lifecycle import SequenceSummary
-from thoughtline.storage.thoughts import iso
+from thoughtline.storage.rows import iso
 
 
 def summary_json(s: SequenceSummary) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 from thoughtline.domain.thread_state import Event
 from thoughtline.library.briefing import Briefing, BriefingThread, ChangedSince
 from thoughtline.library.threads import MembershipChanged, ThreadChanged, ThreadDeleted, ThreadView
-from thoughtline.storage.thoughts import iso
+from thoughtline.storage.rows import iso
 from thoughtline.storage.threads import MemberRow
 
 
