@@ -1,6 +1,6 @@
 """Moving a whole store in and out: JSON Lines export/import and integrity checks.
 
-Part of the store layer (the only other home of SQL besides `storage/thoughts.py` and the migrations).
+Part of the store layer, which is where all SQL lives.
 Export writes parents before children. Import checks every record with the tools' own rules
 (`domain/export_rules.py`), recomputes what is derived, remaps row ids, and runs in the caller's
 transaction, so a refused file leaves nothing behind.
