@@ -183,6 +183,37 @@ def test_two_host_or_two_origin_headers_are_refused_with_400(server: ThreadServe
         assert b"evil.example" not in answer
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/mcp-compat", json.dumps(INIT)),
+        ("POST", "/mcp", json.dumps(INIT)),
+        ("GET", "/api/v1/threads", ""),
+        ("POST", "/library/signout", "csrf=x"),
+    ],
+)
+def test_two_authorization_headers_are_refused_with_400_on_every_route(
+    server: ThreadServer, method: str, path: str, body: str
+) -> None:
+    good, bad = f"Bearer {TOKEN}", "Bearer not-the-token"
+    for lines in ((good, bad), (bad, good), (f"{good},{bad}",), (f"{bad}, {good}",)):
+        fields = "".join(f"Authorization: {line}\r\n" for line in lines)
+        request = (
+            f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n{fields}"
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n{body}"
+        )
+        answer = raw_http.exchange(server.port, request.encode())
+        assert raw_http.status_of(answer) == 400, (lines, answer[:300])
+        assert b"two Authorization headers" in answer
+        assert TOKEN.encode() not in answer
+
+
+def test_a_bearer_token_with_a_comma_is_still_just_refused_with_401(server: ThreadServer) -> None:
+    response = httpx.get(server.base_url + "/api/v1/threads", headers={"Authorization": f"Bearer {TOKEN},x"})
+    assert response.status_code == 401
+
+
 def test_the_issuer_is_built_from_the_one_host_the_guard_checked(server: ThreadServer) -> None:
     request = f"GET /.well-known/oauth-authorization-server HTTP/1.1\r\nHost: localhost:{server.port}\r\n"
     answer = raw_http.exchange(server.port, (request + "Connection: close\r\n\r\n").encode())

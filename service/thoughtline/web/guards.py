@@ -3,7 +3,10 @@
 Host and Origin checks are the DNS-rebinding defence: a page on an attacker's domain that
 resolves to 127.0.0.1 still sends its own name in Host/Origin, which is not on the list. A
 request with two Host or two Origin headers is refused (400): the guard and the URL builders
-(issuer, resource metadata) must see the same single value (SPEC §4; issue 11, F3). The access log
+(issuer, resource metadata) must see the same single value (SPEC §4; issue 11, F3). Two
+Authorization headers are refused alike (RFC 9110 §11.6.2: one credential), also when they arrive
+joined by a comma, as Lambda's front end delivers repeated headers: a proxy or WAF that reads the
+last one must not see another credential than the one the bearer gate checks. The access log
 records method, path, status and duration only — never query strings (OAuth codes travel there),
 headers (tokens) or bodies (thought text) — and escapes control characters (F6). A path below
 `/api/v1/threads/` or `/library/threads/` is logged as its pattern: it carries a thread name, user
@@ -50,6 +53,14 @@ def host_name(value: str) -> str | None:
     return name.lower() if name else None
 
 
+# Headers the guard reads; each but Content-Length must come once (see the module docstring).
+_SINGLE_VALUED = (b"host", b"origin", b"authorization", b"content-length")
+# A second credential after a comma (`Bearer a,Bearer b`): what two Authorization headers become when
+# Lambda's front end (or a proxy) joins repeated headers into one. A comma followed by a scheme and
+# a space never occurs in one bearer credential (RFC 6750 §2.1: a b64token has no comma or space).
+_JOINED_CREDENTIALS = re.compile(rb",[ \t]*[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*[ \t]+[^ \t]")
+
+
 async def _reply(send: Send, status: int, error: str, message: str) -> None:
     body = json.dumps({"error": error, "message": message}).encode()
     await send(
@@ -77,12 +88,20 @@ class HostOriginGuard:
             return
         headers: dict[bytes, bytes] = {}
         for key, value in scope.get("headers", []):
-            if key in (b"host", b"origin", b"content-length"):
+            if key in _SINGLE_VALUED:
                 if key in headers and key != b"content-length":  # the server refuses two lengths itself
                     name = key.decode().capitalize()
                     await _reply(send, 400, "bad_request", f"The request has two {name} headers; send exactly one.")
                     return
                 headers[key] = value
+        if _JOINED_CREDENTIALS.search(headers.get(b"authorization", b"")):
+            await _reply(
+                send,
+                400,
+                "bad_request",
+                "The request has two Authorization headers (two credentials joined by a comma); send exactly one.",
+            )
+            return
         raw_host = headers.get(b"host", b"").decode("latin-1")
         name = host_name(raw_host)
         if name is None or name not in self._hosts:

@@ -1,7 +1,8 @@
 """AWS Lambda entry point: one app, one event loop and one lifespan per container, many invocations.
 
 Configure the function with handler `thoughtline.web.lambda_handler.handler`. API Gateway HTTP API
-(payload 2.0) and Lambda Function URL events are translated by mangum.
+(payload 2.0) and Lambda Function URL events are translated by mangum, with the corrections in
+`web/lambda_events.py` so the app sees what `thoughtline serve` would give it.
 
 Why not `handler = Mangum(create_app_from_env())`: mangum's default runs the ASGI lifespan around
 *every* invocation (startup, request, shutdown). Our lifespan enters the two MCP session managers,
@@ -44,6 +45,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from thoughtline.config import Settings, settings_from_process_env
 from thoughtline.web.app import create_app
+from thoughtline.web.lambda_events import PayloadV2
 
 if TYPE_CHECKING:
     from thoughtline.library.embed import Embedder
@@ -167,7 +169,10 @@ class Container:
         except BaseException:
             self._close_loop()  # the next invocation starts over with a fresh loop
             raise
-        self._adapter = Mangum(_WithLifespanState(self.app, self.lifespan.state), lifespan="off")
+        # PayloadV2 reads the event as uvicorn would present the request (raw path, Host, length).
+        self._adapter = Mangum(
+            _WithLifespanState(self.app, self.lifespan.state), lifespan="off", custom_handlers=[PayloadV2]
+        )
 
     def invoke(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         """Serve one invocation on the container's loop."""
