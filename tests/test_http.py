@@ -219,3 +219,27 @@ def test_the_issuer_is_built_from_the_one_host_the_guard_checked(server: ThreadS
     answer = raw_http.exchange(server.port, (request + "Connection: close\r\n\r\n").encode())
     body = json.loads(answer.split(b"\r\n\r\n", 1)[1])
     assert body["issuer"] == f"http://localhost:{server.port}"
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type", "auth"),
+    [
+        ("/api/v1/threads", "application/json", True),
+        ("/token", "application/x-www-form-urlencoded", False),
+        ("/library/signout", "application/x-www-form-urlencoded", False),
+    ],
+)
+def test_a_chunked_body_over_the_limit_is_refused_on_every_route_that_reads_one(
+    server: ThreadServer, path: str, content_type: str, auth: bool
+) -> None:
+    headers = {"Content-Type": content_type, **(AUTH if auth else {})}
+    status, answer = raw_http.post(server.port, path, b" " * 1_100_000, headers, chunked=True)
+    assert status == 413, answer[:200]
+    assert "THOUGHTLINE_MAX_BODY_BYTES" in json.loads(answer)["message"]
+
+
+def test_a_chunked_body_within_the_limit_reaches_the_route(server: ThreadServer) -> None:
+    headers = {"Content-Type": "application/json", **AUTH}
+    status, answer = raw_http.post(server.port, "/api/v1/threads", b'{"name": "chunked"}', headers, chunked=True)
+    assert status == 201, answer[:200]
+    assert json.loads(answer)["name"] == "chunked"

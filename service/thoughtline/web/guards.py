@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from thoughtline.logsafe import log_safe
+from thoughtline.web.replay import replay
 
 logger = logging.getLogger("thoughtline.access")
 
@@ -71,6 +72,28 @@ async def _reply(send: Send, status: int, error: str, message: str) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+def too_large(limit: int) -> str:
+    """The 413 message for a body over `limit` bytes whose size was not declared up front."""
+    return f"The request body is over {limit} bytes (THOUGHTLINE_MAX_BODY_BYTES); send a smaller one."
+
+
+async def _bounded_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or None once it passes `limit` bytes (the rest is left unread)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)  # the client went away; the app sees the disconnect next
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
 
 
 class HostOriginGuard:
@@ -126,6 +149,15 @@ class HostOriginGuard:
                 )
                 return
         length = headers.get(b"content-length")
+        if length is None and any(key == b"transfer-encoding" for key, _ in scope.get("headers", [])):
+            # A chunked body declares no size, and uvicorn reads whatever arrives: every route that
+            # reads a body (REST, forms, OAuth's /token) would buffer it whole. Read it here, bounded.
+            body = await _bounded_body(receive, self._max_body)
+            if body is None:
+                await _reply(send, 413, "payload_too_large", too_large(self._max_body))
+                return
+            await self._app(scope, replay(body, receive), send)
+            return
         if length is not None:
             if not length.isdigit():
                 await _reply(send, 400, "bad_request", "Content-Length must be a whole number of bytes.")

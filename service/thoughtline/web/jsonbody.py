@@ -35,6 +35,8 @@ from mcp_types import INVALID_REQUEST, PARSE_ERROR
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from thoughtline.mcp.fastpath import MESSAGE_KEY
+from thoughtline.web.guards import too_large
+from thoughtline.web.replay import replay
 
 MAX_DEPTH = 64
 _BOMS = (
@@ -196,9 +198,8 @@ class JsonBodyGate:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self._max_body:
-                limit = self._max_body
-                text = f"The request body is over {limit} bytes (THOUGHTLINE_MAX_BODY_BYTES); send a smaller one."
-                await _answer(send, 413, json.dumps({"error": "payload_too_large", "message": text}).encode())
+                message_text = too_large(self._max_body)
+                await _answer(send, 413, json.dumps({"error": "payload_too_large", "message": message_text}).encode())
                 return
             chunks.append(chunk)
             more = bool(message.get("more_body"))
@@ -212,17 +213,3 @@ class JsonBodyGate:
             return
         scope[MESSAGE_KEY] = decoded
         await self._app(scope, replay(body, receive), send)
-
-
-def replay(body: bytes, receive: Receive) -> Receive:
-    """A `receive` that yields the already-read body first, then defers to the real one."""
-    sent = False
-
-    async def replayed() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replayed
