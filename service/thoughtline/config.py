@@ -301,4 +301,3 @@ def _public_origin(raw: str) -> str | None:
             "Thoughtline at the root of that host (a proxy path prefix is not supported)."
         )
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
-

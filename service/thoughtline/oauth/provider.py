@@ -204,7 +204,9 @@ class Provider(OAuthAuthorizationServerProvider[Code, Refresh, Access]):
             client_id=record.grant.client_id,
             scopes=list(record.grant.scopes),
             expires_at=int(record.expires_at),
-            resource=" ".join(record.resources),
+            # The grant's, not the token's: refresh tokens stored narrowed before `mint` kept the
+            # grant's resources on them must not stay narrowed forever.
+            resource=" ".join(record.grant.resources),
             subject=record.grant.user_key,
         )
 
