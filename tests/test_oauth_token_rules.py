@@ -133,3 +133,18 @@ async def test_a_refusal_is_explained_only_to_an_authenticated_client(tmp_path: 
         anonymous = await http.post("/token", data=form)
         assert anonymous.status_code == 401
         assert anonymous.json()["error"] == "invalid_client"
+
+
+async def test_oauth_tokens_are_for_the_mcp_endpoints_only_never_the_rest_api(tmp_path: Path) -> None:
+    # docs/api.md: the REST API takes MCP_API_TOKEN or the library session, not OAuth tokens.
+    async with running_stack(tmp_path) as stack, httpx.AsyncClient(base_url=stack.thoughtline.url) as http:
+        signed = await sign_in(stack, http)
+        refused = await http.get(
+            "/api/v1/sequences", headers={"Authorization": f"Bearer {signed.tokens['access_token']}"}
+        )
+        assert refused.status_code == 401
+        assert "MCP_API_TOKEN" in refused.text
+        client_id = (await register(http)).json()["client_id"]
+        _, challenge = pkce()
+        url = authorize_url(stack.thoughtline.url, client_id, challenge, resource=stack.thoughtline.url + "/api/v1")
+        assert query_of(await stack.browser().authorize(url))["error"] == "invalid_target"
