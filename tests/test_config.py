@@ -67,6 +67,7 @@ def test_an_unset_token_closes_the_bearer_door_and_says_why() -> None:
         ("THOUGHTLINE_LIBRARY", "maybe"),
         ("THOUGHTLINE_RELATED", "sometimes"),
         ("THOUGHTLINE_PUBLIC_URL", "thoughts.example.com"),
+        ("THOUGHTLINE_PUBLIC_URL", "https://thoughts.example.com:https"),
         ("PORT", "eighty"),
         # int() reads these as numbers; a setting is the digits 0-9 alone.
         ("PORT", "\u0668\u0660\u0668\u0660"),
@@ -96,3 +97,20 @@ def test_a_retention_beyond_a_century_is_refused_with_the_allowed_range() -> Non
         "(100 years; 0 keeps thoughts forever)."
     )
     assert Settings.from_env({"THOUGHT_RETENTION_DAYS": "36500"}).retention_days == MAX_RETENTION_DAYS
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["https://thoughts.example.com/tl", "https://thoughts.example.com/?a=1", "https://u@thoughts.example.com"],
+)
+def test_a_public_url_with_a_path_is_refused_at_start_with_the_origin_to_use(value: str) -> None:
+    # Tokens are bound to origin + /mcp: a path prefix made every OAuth token fail after sign-in.
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env({"THOUGHTLINE_PUBLIC_URL": value})
+    assert "origin only" in str(refused.value)
+    assert "https://thoughts.example.com " in str(refused.value)
+
+
+def test_the_public_url_is_kept_as_a_lower_case_origin() -> None:
+    settings = Settings.from_env({"THOUGHTLINE_PUBLIC_URL": " HTTPS://Thoughts.Example.com:8443/ "})
+    assert settings.public_url == "https://thoughts.example.com:8443"

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from thoughtline.disk import MOUNTINFO, ephemeral_reason
 from thoughtline.identity import login_key
@@ -150,12 +151,7 @@ class Settings:
                 f"THOUGHTLINE_RELATED={related!r} must be 'on' (suggest related earlier sequences when one "
                 "opens) or 'off'."
             )
-        public_url = environ.get("THOUGHTLINE_PUBLIC_URL", "").strip().rstrip("/") or None
-        if public_url and not public_url.startswith(("https://", "http://")):
-            raise SettingsError(
-                f"THOUGHTLINE_PUBLIC_URL={public_url!r} must be an absolute http(s) URL, "
-                "e.g. https://thoughts.example.com"
-            )
+        public_url = _public_origin(environ.get("THOUGHTLINE_PUBLIC_URL", ""))
         # Lambda sets AWS_LAMBDA_FUNCTION_NAME in every function's environment.
         background_default = "off" if environ.get("AWS_LAMBDA_FUNCTION_NAME") else "on"
         background = environ.get("THOUGHTLINE_BACKGROUND", "").strip().lower() or background_default
@@ -277,3 +273,31 @@ def settings_from_process_env() -> Settings:
         except OSError:
             mountinfo = ""
     return Settings.from_env(os.environ, mountinfo)
+
+
+def _public_origin(raw: str) -> str | None:
+    """THOUGHTLINE_PUBLIC_URL as an origin (`scheme://host[:port]`, lower-case), or None when unset.
+
+    Every route lives at a fixed path (/mcp, /authorize, /library, ...), and OAuth binds tokens to
+    `origin + /mcp`: a path prefix would be dropped by some URLs and kept by others, so tokens would be
+    issued for one URL and checked against another. It is refused here instead of failing at sign-in.
+    """
+    value = raw.strip().rstrip("/")
+    if not value:
+        return None
+    try:
+        parts = urlsplit(value)
+        usable = parts.scheme.lower() in ("https", "http") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # a port that is not a number, or an unbalanced IPv6 bracket
+        usable = False
+    if not usable:
+        raise SettingsError(
+            f"THOUGHTLINE_PUBLIC_URL={value!r} must be an absolute http(s) URL, e.g. https://thoughts.example.com"
+        )
+    if parts.path or parts.query or parts.fragment or "@" in parts.netloc:
+        raise SettingsError(
+            f"THOUGHTLINE_PUBLIC_URL={value!r} must be an origin only (scheme, host and port), without a path, "
+            f"query or user: set it to {parts.scheme.lower()}://{parts.netloc.rsplit('@', 1)[-1].lower()} and serve "
+            "Thoughtline at the root of that host (a proxy path prefix is not supported)."
+        )
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"

@@ -6,8 +6,9 @@ session, a state-changing request without its CSRF token). The first principal w
 bound to the identity contextvar (`identity.set_principal`) for the operation, so everything
 below reads the caller through `current_principal()` as the MCP tools do.
 
-The bearer authenticator accepts `MCP_API_TOKEN` and OAuth access tokens whose audience
-(RFC 8707 `resource`) is `/api/v1`; a token issued for `/mcp` or `/mcp-compat` is refused here.
+The bearer authenticator accepts `MCP_API_TOKEN`. It asks the bearer door for the `/api/v1` audience
+(RFC 8707 `resource`), which the authorization server never grants: OAuth access tokens are for
+`/mcp` and `/mcp-compat` only, and are refused here (a browser user has the session cookie).
 The pages' session cookie is another authenticator in the same list (see docs/api.md).
 """
 

@@ -16,9 +16,13 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from mcp.shared.auth import OAuthClientMetadataBase
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadataBase
+from pydantic import AnyUrl
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+# RFC 8252 §7.3 and OAuth 2.1 §2.3.1: for these loopback IP literals any port matches. Not
+# `localhost` (RFC 8252 §8.3 advises against it): its redirect URIs keep matching exactly.
+ANY_PORT_HOSTS = ("127.0.0.1", "::1")
 MAX_URL_CHARS = 2000
 MAX_REDIRECT_URIS = 10
 MAX_LIST_ITEMS = 10
@@ -96,3 +100,36 @@ def client_problem(client: OAuthClientMetadataBase, redirect_uris: list[str]) ->
     if size > MAX_RECORD_BYTES:
         return f"the client metadata is {size} bytes; at most {MAX_RECORD_BYTES} are accepted"
     return None
+
+
+def same_except_loopback_port(asked: str, registered: str) -> bool:
+    """Whether `asked` is `registered` with another port, both `http` on 127.0.0.1 or [::1].
+
+    Scheme, host, path and query must match exactly; only the port may differ, because a native app
+    learns its ephemeral port only when it starts listening (RFC 8252 §7.3).
+    """
+    a, r = urlsplit(asked), urlsplit(registered)
+    return (
+        a.scheme == r.scheme == "http"
+        and a.hostname == r.hostname
+        and a.hostname in ANY_PORT_HOSTS
+        and a.username is None
+        and r.username is None
+        and a.password is None
+        and r.password is None
+        and (a.path or "/") == (r.path or "/")
+        and a.query == r.query
+        and not a.fragment
+        and not r.fragment
+    )
+
+
+class Client(OAuthClientInformationFull):
+    """A client record whose loopback redirect URIs accept any port (the SDK compares exactly)."""
+
+    def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
+        """The SDK's exact match, or a registered loopback IP URI with another port."""
+        registered = [str(uri) for uri in self.redirect_uris or []]
+        if redirect_uri is not None and any(same_except_loopback_port(str(redirect_uri), uri) for uri in registered):
+            return redirect_uri
+        return super().validate_redirect_uri(redirect_uri)

@@ -26,7 +26,7 @@ from thoughtline.clock import Clock
 from thoughtline.config import Settings
 from thoughtline.identity import login_key
 from thoughtline.oauth.cimd import CimdError, CimdPolicy, RecentFailures, fetch_client, is_metadata_url
-from thoughtline.oauth.clients import client_problem, redirect_uris_problem
+from thoughtline.oauth.clients import Client, client_problem, redirect_uris_problem
 from thoughtline.oauth.records import Grant, Issued
 from thoughtline.oauth.signing import PENDING, Signer, digest
 from thoughtline.oauth.storage import AuthStore
@@ -98,12 +98,15 @@ class Provider(OAuthAuthorizationServerProvider[Code, Refresh, Access]):
     # --- clients -------------------------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        """A registered client, or the client described by a URL client_id's metadata document."""
+        """A registered client, or the client described by a URL client_id's metadata document.
+
+        Always a `Client`, whose loopback redirect URIs match on any port (RFC 8252 §7.3).
+        """
         if is_metadata_url(client_id):
             now = self.clock.now()
             cached = await self.store.cached_document(client_id, now)
             if cached is not None:
-                return OAuthClientInformationFull.model_validate_json(cached)
+                return Client.model_validate_json(cached)
             failed = self._failed_documents.get(client_id, now)
             if failed is not None:
                 raise CimdError(failed)
@@ -112,10 +115,11 @@ class Provider(OAuthAuthorizationServerProvider[Code, Refresh, Access]):
             except CimdError as exc:
                 self._failed_documents.remember(client_id, str(exc), now + self.cimd.failure_seconds)
                 raise
-            await self.store.cache_document(client_id, client.model_dump_json(), now, now + self.cimd.cache_seconds)
-            return client
+            document = client.model_dump_json()
+            await self.store.cache_document(client_id, document, now, now + self.cimd.cache_seconds)
+            return Client.model_validate_json(document)
         stored = await self.store.load_client(client_id)
-        return OAuthClientInformationFull.model_validate_json(stored) if stored else None
+        return Client.model_validate_json(stored) if stored else None
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         """Store a dynamically registered client after checking its redirect URIs and field sizes."""
@@ -204,7 +208,9 @@ class Provider(OAuthAuthorizationServerProvider[Code, Refresh, Access]):
             client_id=record.grant.client_id,
             scopes=list(record.grant.scopes),
             expires_at=int(record.expires_at),
-            resource=" ".join(record.resources),
+            # The grant's, not the token's: refresh tokens stored narrowed before `mint` kept the
+            # grant's resources on them must not stay narrowed forever.
+            resource=" ".join(record.grant.resources),
             subject=record.grant.user_key,
         )
 

@@ -169,7 +169,14 @@ def mint(
     access_ttl: float,
     refresh_ttl: float,
 ) -> Issued:
+    """A new access/refresh pair: the access token for `resources`, the refresh token for the whole grant.
+
+    RFC 8707 §2.2 lets a client ask for an access token narrower than its grant; the refresh token
+    keeps every resource of the grant, so a later refresh can still ask for another of them.
+    """
     access, refresh = new_secret("tla_"), new_secret("tlr_")
+    row = conn.execute("SELECT resources FROM grants WHERE id = ?", (grant_id,)).fetchone()
+    grant_resources = str(row[0]) if row is not None else json.dumps(resources)
     conn.execute(
         "INSERT INTO tokens(hash, kind, grant_id, resources, expires_at) VALUES (?, 'access', ?, ?, ?),"
         " (?, 'refresh', ?, ?, ?)",
@@ -180,7 +187,7 @@ def mint(
             now + access_ttl,
             digest(refresh),
             grant_id,
-            json.dumps(resources),
+            grant_resources,
             now + refresh_ttl,
         ),
     )
