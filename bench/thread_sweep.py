@@ -15,6 +15,8 @@ scoring); nothing there imports it.
     python -m bench.thread_sweep [--splits train,dev] [--model PATH]
         [--threshold T --words W --blend-k K --best-thought B]
     python -m bench.thread_sweep --curve --splits dev,test   # report the curve at the shipped point
+    python -m bench.thread_sweep --curve --splits dev,train --words 0.6 --threshold 0.31 --background 0.25
+        # measured, not shipped: each similarity less a share of the sequence's mean over its other threads
 """
 
 from __future__ import annotations
@@ -189,15 +191,42 @@ def matches_b(data: LabelledSet, c: Corpus, k: float) -> list[Match]:
     return out
 
 
-def decide(matches: Sequence[Match], tuning: Tuning) -> list[tuple[str, str]]:
+@dataclass(frozen=True)
+class Background:
+    """Measured, not shipped: the sequence's own background subtracted from each thread's similarity.
+
+    `share` λ of the sequence's mean similarity to the other active threads (member or not),
+    shrunk towards `prior` with `weight` pseudo-threads, so a store with one thread is judged
+    against `prior` instead of nothing: `similarity - λ · (Σ others + weight · prior) / (n + weight)`.
+    `share` 0 is the shipped rule.
+    """
+
+    share: float = 0.0
+    prior: float = 0.177  # dev's mean similarity over all flow-B pairs at words 0.6
+    weight: float = 3.0
+
+
+NO_BACKGROUND = Background()
+
+
+def decide(matches: Sequence[Match], tuning: Tuning, background: Background = NO_BACKGROUND) -> list[tuple[str, str]]:
     """The (thread topic, sequence id) pairs proposed under `tuning`: each thread judges on its own."""
     out: list[tuple[str, str]] = []
     m = tuning.best_thought
     for seq_id, dense, sparse, member_of in matches:
+        sims: dict[str, float] = {}
         for topic in sorted(dense):
             mean, best = dense[topic]
             vector_part = (1.0 - m) * mean + m * best  # = embedding_part under `tuning` (linear in m)
-            if topic not in member_of and similarity(vector_part, sparse[topic], tuning) >= tuning.threshold:
+            sims[topic] = similarity(vector_part, sparse[topic], tuning)
+        total = sum(sims.values())
+        for topic, sim in sims.items():
+            if background.share:
+                others = len(sims) - 1
+                mass = (total - sim) + background.weight * background.prior
+                count = others + background.weight
+                sim -= background.share * (mass / count if count > 0 else 0.0)
+            if topic not in member_of and sim >= tuning.threshold:
                 out.append((topic, seq_id))
     return out
 
@@ -209,11 +238,15 @@ class Replay:
     data: LabelledSet
     a: list[Match]
     b: list[Match]
+    background: Background = NO_BACKGROUND
 
     def scores(self, tuning: Tuning) -> tuple[Score, Score]:
         """Flow A's and flow B's scores under `tuning`."""
         seeds = {t: set(s) for t, s in self.data.seeds.items()}
-        return score(self.data, decide(self.a, tuning), seeds), score(self.data, decide(self.b, tuning), seeds)
+        return (
+            score(self.data, decide(self.a, tuning, self.background), seeds),
+            score(self.data, decide(self.b, tuning, self.background), seeds),
+        )
 
 
 def _fmt(a: Score, b: Score) -> str:
@@ -252,16 +285,20 @@ def best_point(replays: Sequence[Replay], k: float, words: float, best: float = 
     return found
 
 
-def replays(sets: Sequence[LabelledSet], corpora: Mapping[str, Corpus], k: float) -> list[Replay]:
+def replays(
+    sets: Sequence[LabelledSet], corpora: Mapping[str, Corpus], k: float, background: Background = NO_BACKGROUND
+) -> list[Replay]:
     """Each split's matchings under blend `k`."""
-    return [Replay(d, matches_a(d, corpora[d.split], k), matches_b(d, corpora[d.split], k)) for d in sets]
+    return [Replay(d, matches_a(d, corpora[d.split], k), matches_b(d, corpora[d.split], k), background) for d in sets]
 
 
-def run_sweep(sets: Sequence[LabelledSet], embedder: Embedder, current: Tuning) -> None:
+def run_sweep(
+    sets: Sequence[LabelledSet], embedder: Embedder, current: Tuning, background: Background = NO_BACKGROUND
+) -> None:
     """Print, per blend, words share and best-thought share, the steadiest point, then the curve at `current`."""
     corpora = {d.split: corpus(d, embedder) for d in sets}
     for k in BLENDS:
-        rs = replays(sets, corpora, k)
+        rs = replays(sets, corpora, k, background)
         for words, best in itertools.product(WORDS, BEST):
             at = f"blend_k {k} words {words} best_thought {best}"
             found = best_point(rs, k, words, best)
@@ -272,12 +309,14 @@ def run_sweep(sets: Sequence[LabelledSet], embedder: Embedder, current: Tuning) 
             print(f"sweep {at}: threshold {tuning.threshold} (worst recall ±0.02 {worst:.3f})")
             for r in rs:
                 print(f"    {r.data.split}: {_fmt(*r.scores(tuning))}")
-    curve(sets, corpora, current)
+    curve(sets, corpora, current, background)
 
 
-def curve(sets: Sequence[LabelledSet], corpora: Mapping[str, Corpus], tuning: Tuning) -> None:
+def curve(
+    sets: Sequence[LabelledSet], corpora: Mapping[str, Corpus], tuning: Tuning, background: Background = NO_BACKGROUND
+) -> None:
     """Each split's scores at `tuning` and at thresholds from -0.04 to +0.04 around it, by 0.01."""
-    rs = replays(sets, corpora, tuning.blend_k)
+    rs = replays(sets, corpora, tuning.blend_k, background)
     for step in range(-4, 5):
         t = Tuning(round(tuning.threshold + 0.01 * step, 2), tuning.words, tuning.blend_k, tuning.best_thought)
         for r in rs:
@@ -306,6 +345,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--blend-k", type=float, default=TUNING.blend_k)
     parser.add_argument("--best-thought", type=float, default=TUNING.best_thought)
     parser.add_argument(
+        "--background",
+        type=float,
+        default=0.0,
+        help="measured, not shipped: subtract this share of the sequence's mean similarity to its other threads",
+    )
+    parser.add_argument("--background-prior", type=float, default=Background.prior)
+    parser.add_argument("--background-weight", type=float, default=Background.weight)
+    parser.add_argument(
         "--curve", action="store_true", help="no grid: only the curve around the point (a report; test allowed)"
     )
     args = parser.parse_args(argv)
@@ -313,10 +360,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"model {model_tag(args.model, args.pooling)}; shipped tuning {TUNING}")
     sets = [load(s) for s in splits_arg(args.splits, tuning=not args.curve)]
     point = Tuning(args.threshold, args.words, args.blend_k, args.best_thought)
+    background = Background(args.background, args.background_prior, args.background_weight)
+    if background.share:
+        print(f"background {background}")
     if args.curve:
-        curve(sets, {d.split: corpus(d, embedder) for d in sets}, point)
+        curve(sets, {d.split: corpus(d, embedder) for d in sets}, point, background)
     else:
-        run_sweep(sets, embedder, point)
+        run_sweep(sets, embedder, point, background)
 
 
 if __name__ == "__main__":
