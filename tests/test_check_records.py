@@ -84,7 +84,7 @@ def test_a_fork_or_revision_the_tools_would_resolve_elsewhere_is_reported(
     execute(
         data,
         "INSERT INTO branches(sequence_id, name, parent_branch, from_thought, fork_position, created_at) "
-        "VALUES (?, 'b2', NULL, 2, 2, 1)",
+        "VALUES (?1, 'b2', NULL, 2, 2, (SELECT created_at FROM sequences WHERE id = ?1))",
         (seq,),
     )
     fork = run(capsys, "check", "--data-dir", str(data))

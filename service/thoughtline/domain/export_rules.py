@@ -38,15 +38,16 @@ MAX_FLAGS = 7  # the three flag bits of storage/thoughts.py
 class RecordChecker:
     """Checks records in export order; `clamp` moves future times to now (import) instead of refusing."""
 
-    def __init__(self, now_ms: int, *, clamp: bool) -> None:
+    def __init__(self, now_ms: int, *, clamp: bool, slack_ms: int = 0) -> None:
         self._now_ms = now_ms
         self._clamp = clamp
+        self._slack_ms = slack_ms  # without `clamp`: how far back a time may step and pass (clock skew)
         self._sequences: dict[int, SequenceTally] = {}
         self._public_ids: set[str] = set()
         self._branches: dict[int, BranchTally] = {}
         self._branch_names: set[tuple[int, str]] = set()
         self._thoughts: set[int] = set()
-        self._threads: set[int] = set()
+        self._threads: dict[int, int] = {}  # file id -> created_at
         self._rules: dict[str, Callable[[Fields], dict[str, Any]]] = {
             "sequence": self._sequence,
             "branch": self._branch,
@@ -64,7 +65,7 @@ class RecordChecker:
         if rule is None:
             named = f"{kind[:40]!r}" if isinstance(kind, str) else kind_of(kind)
             raise RecordProblem(f"unknown record type {named}; expected one of {', '.join(RECORD_TYPES)}", ref)
-        return rule(Fields(rec, _label(rec), ref, self._now_ms, self._clamp))
+        return rule(Fields(rec, _label(rec), ref, self._now_ms, self._clamp, self._slack_ms))
 
     def whole_file_problems(self) -> list[RecordProblem]:
         """What only the whole file shows: sequences without thoughts or in a parent loop, forks from nowhere."""
@@ -118,7 +119,7 @@ class RecordChecker:
         A sequence with a thought that broke a rule is left out: its columns cannot be known.
         """
         return {
-            rowid: Derived(seq.title, seq.count, seq.last_number, seq.last_total)
+            rowid: Derived(seq.title, seq.count, seq.last_number, seq.last_total, seq.last_time)
             for rowid, seq in self._sequences.items()
             if not seq.flawed
         }
@@ -141,7 +142,9 @@ class RecordChecker:
         kind = f.text("kind", MAX_KIND_CHARS, required=False)
         if kind is not None and not kind.strip():
             raise f.problem("'kind' is empty; use null for no kind")
-        created, updated = f.time("created_at"), f.time("updated_at")
+        created = f.time("created_at")
+        updated = f.not_before("updated_at", f.time("updated_at"), created, "its 'created_at'")
+        self._sequences[rowid].created = self._sequences[rowid].last_time = created
         return {
             "id": rowid,
             "public_id": public_id,
@@ -150,7 +153,7 @@ class RecordChecker:
             "kind": kind,
             "origin_client": f.text("origin_client", MAX_CLIENT_ID_CHARS, required=False),
             "created_at": created,
-            "updated_at": max(created, updated),
+            "updated_at": updated,
             # Derived: import recomputes them from the thoughts (`derived`), check compares.
             "title": "",
             "thought_count": f.integer("thought_count", 0, MAX_ID, required=False),
@@ -180,7 +183,7 @@ class RecordChecker:
             raise f.problem("'parent_branch' must be an earlier branch of the same sequence, or null")
         from_thought = int(f.number("from_thought") or 0)
         fork_position = f.ident("fork_position")
-        label = f"branch {name!r} of {self._sequences[seq].label}"
+        label = f.label = f"branch {name!r} of {self._sequences[seq].label}"
         self._branches[rowid] = BranchTally(seq, label, f.ref, from_thought, fork_position, name, parent)
         self._sequences[seq].branches[name] = BranchInfo(rowid, name, parent, from_thought, fork_position)
         self._branch_names.add((seq, name))
@@ -191,7 +194,9 @@ class RecordChecker:
             "parent_branch": parent,
             "from_thought": from_thought,
             "fork_position": fork_position,
-            "created_at": f.time("created_at"),
+            "created_at": f.not_before(
+                "created_at", f.time("created_at"), self._sequences[seq].created, "its sequence's 'created_at'"
+            ),
         }
 
     def _thought(self, f: Fields) -> dict[str, Any]:
@@ -239,6 +244,17 @@ class RecordChecker:
         event = f.raw("event", required=False)
         if event is not None and event not in EVENT_KINDS:
             raise f.problem(f"'event' must be one of {', '.join(EVENT_KINDS)} or null")
+        sent_from = self._branch_name(f, "sent_branch_from_branch_id", required=False, allow_main=True)
+        if sent_from not in (None, MAIN_BRANCH) and sent_from not in seq.branches:
+            # sequentialthinking refuses a branchFromBranchId its sequence does not hold (branch_not_found).
+            raise f.problem(
+                f"'sent_branch_from_branch_id' names branch {sent_from!r}, which its sequence does not hold; "
+                "set it to one of its branches, 'main' or null"
+            )
+        # Write order is position order: a thought is never older than the one before it (the event
+        # reducer and `since` read thoughts by time) nor than its sequence.
+        what = "the thought before it" if seq.count else "its sequence's 'created_at'"
+        created = f.not_before("created_at", f.time("created_at"), seq.last_time, what)
         row = {
             "id": rowid,
             "sequence_id": seq_id,
@@ -253,15 +269,14 @@ class RecordChecker:
             "revises_position": revises_position,
             "needs_more": f.flag("needs_more", required=False),
             "flags": f.integer("flags", 0, MAX_FLAGS, required=False) or 0,
-            "created_at": f.time("created_at"),
+            "created_at": created,
             "event": event,
             "sent_branch_from_thought": f.number("sent_branch_from_thought", required=False),
-            "sent_branch_from_branch_id": self._branch_name(
-                f, "sent_branch_from_branch_id", required=False, allow_main=True
-            ),
+            "sent_branch_from_branch_id": sent_from,
         }
         self._thoughts.add(rowid)
         seq.count, seq.last_number, seq.last_total = position, number, total
+        seq.last_time = max(seq.last_time, created)
         seq.numbers[position] = number
         seq.owners[position] = branch
         seq.scopes.setdefault((branch, number), []).append(position)
@@ -288,7 +303,7 @@ class RecordChecker:
 
     def _membership(self, f: Fields) -> dict[str, Any]:
         """A thread_member or thread_rejection record (`domain/export_threads.py`)."""
-        return check_membership(f, self._threads, self._own_sequence, lambda seq: self._sequences[seq].public_id)
+        return check_membership(f, self._threads, self._own_sequence, self._sequences.__getitem__)
 
 
 def check_file(records: Iterable[tuple[int, Mapping[str, Any]]], now_ms: int) -> None:

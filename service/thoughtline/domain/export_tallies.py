@@ -21,6 +21,7 @@ class Derived:
     thought_count: int
     last_thought_number: int
     total_thoughts: int
+    last_time: int  # its newest thought's `created_at`: `updated_at` is never older
 
 
 @dataclass
@@ -37,6 +38,8 @@ class SequenceTally:
     flawed: bool = False  # a thought of it broke a rule: its derived columns are not known
     public_id: str = ""
     parent: str | None = None
+    created: int = 0  # its `created_at`: no thought, branch or membership of it is older
+    last_time: int = 0  # the newest thought time so far: the next thought is not older
     owners: dict[int, int | None] = field(default_factory=dict)  # position -> branch file id (None = main)
     branches: dict[str, BranchInfo] = field(default_factory=dict)  # by name, keyed by branch file ids
     # (branch file id, number) -> positions, ascending: the thoughts a reference can land on.

@@ -10,24 +10,25 @@ from collections.abc import Callable
 from typing import Any
 
 from thoughtline.domain.arguments import MAX_PROPOSAL_ID, PROPOSAL_ID_DIGITS, SEQUENCE_ID_RE
+from thoughtline.domain.export_tallies import SequenceTally
 from thoughtline.domain.record_fields import MAX_ID, Fields, is_id, kind_of
 from thoughtline.domain.thread_names import MAX_DESCRIPTION, check_name
 from thoughtline.domain.thread_types import THREAD_TYPES
 from thoughtline.errors import DomainError
 
 
-def check_thread(f: Fields, threads: set[int]) -> dict[str, Any]:
-    """The columns of a thread record; its file id joins `threads` (read so far)."""
+def check_thread(f: Fields, threads: dict[int, int]) -> dict[str, Any]:
+    """The columns of a thread record; its file id joins `threads` (read so far, with its `created_at`)."""
     rowid = f.ident("id")
     if rowid in threads:
         raise f.problem("appears twice in the file")
-    threads.add(rowid)
+    threads[rowid] = 0
     try:
         name = check_name(f.raw("name"))
     except DomainError as exc:
         raise f.problem(exc.message) from None
     description = str(f.text("description", MAX_DESCRIPTION, keep="\t\n"))
-    created = f.time("created_at")
+    created = threads[rowid] = f.time("created_at")
     # The type a user set (null: derived from the events); exports made before types lack it.
     kind = f.raw("thread_type", required=False)
     if kind is not None and kind not in THREAD_TYPES:
@@ -38,33 +39,42 @@ def check_thread(f: Fields, threads: set[int]) -> dict[str, Any]:
         "description": description.strip(),
         "status": f.choice("status", ("active", "archived")),
         "created_at": created,
-        "updated_at": max(created, f.time("updated_at")),
+        "updated_at": f.not_before("updated_at", f.time("updated_at"), created, "its 'created_at'"),
         "type": kind,
     }
 
 
 def check_membership(
-    f: Fields, threads: set[int], own_sequence: Callable[[Fields], int], public_id_of: Callable[[int], str]
+    f: Fields, threads: dict[int, int], own_sequence: Callable[[Fields], int], tally: Callable[[int], SequenceTally]
 ) -> dict[str, Any]:
-    """The columns of a thread_member or thread_rejection record: an earlier thread and sequence."""
+    """The columns of a thread_member or thread_rejection record: an earlier thread and sequence.
+
+    Its time is not before either of them: a pin, an agent's `threads` or a rejection needs both.
+    """
     thread = f.raw("thread")
     if not is_id(thread) or thread not in threads:
         raise f.problem(f"refers to thread record {kind_of(thread)}, which is not earlier in the file")
     seq = own_sequence(f)
+    public_id = tally(seq).public_id
     named = f.rec.get("sequence_public_id")
     # The export writes both; a hand edit that changed one would file the membership under a
     # sequence nobody meant.
-    if named is not None and named != public_id_of(seq):
+    if named is not None and named != public_id:
         raise f.problem(
             f"'sequence_public_id' is {_shown(named)} but sequence record {seq} is "
-            f"{public_id_of(seq)}; make them name the same sequence"
+            f"{public_id}; make them name the same sequence"
         )
     out: dict[str, Any] = {"thread": thread, "sequence_id": seq}
     if f.rec.get("type") == "thread_member":
         out["added_by"] = f.choice("added_by", ("agent", "user", "review"))
-        out["created_at"] = f.time("created_at")
-    else:
-        out["rejected_at"] = f.time("rejected_at")
+    key = "created_at" if f.rec.get("type") == "thread_member" else "rejected_at"
+    seq_created = tally(seq).created
+    floor, what = (
+        (threads[thread], "its thread's 'created_at'")
+        if threads[thread] >= seq_created
+        else (seq_created, "its sequence's 'created_at'")
+    )
+    out[key] = f.not_before(key, f.time(key), floor, what)
     return out
 
 

@@ -28,8 +28,11 @@ class RecordProblem(Exception):
 class Fields:
     """Typed reads of one record's fields, each refusing with the record's label."""
 
-    def __init__(self, rec: Mapping[str, Any], label: str, ref: int, now_ms: int, clamp: bool) -> None:
+    def __init__(
+        self, rec: Mapping[str, Any], label: str, ref: int, now_ms: int, clamp: bool, slack_ms: int = 0
+    ) -> None:
         self.rec, self.label, self.ref, self.now_ms, self.clamp = rec, label, ref, now_ms, clamp
+        self.slack_ms = slack_ms
 
     def problem(self, what: str) -> RecordProblem:
         """A refusal of this record: its label, then what is wrong."""
@@ -102,6 +105,23 @@ class Fields:
                 raise self.problem(f"'{key}' is in the future ({value} ms since 1970)")
             return self.now_ms
         return value
+
+    def not_before(self, key: str, value: int, floor: int, what: str) -> int:
+        """A time (read by `time`) that must not come before `floor`, which `what` names, in write order.
+
+        With `clamp` it is moved forward to `floor`: a server clock that stepped back, or an older
+        Thoughtline, can leave a time a little out of order, and the order is what matters. Without
+        `clamp` (`thoughtline check`) up to `slack_ms` earlier passes, as a clock's skew does.
+        """
+        if value >= floor:
+            return value
+        if self.clamp:
+            return floor
+        if floor - value <= self.slack_ms:
+            return value
+        raise self.problem(
+            f"'{key}' ({value} ms since 1970) is {floor - value} ms before {what}; the tools write times in order"
+        )
 
 
 def is_id(value: Any) -> bool:

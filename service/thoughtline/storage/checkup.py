@@ -76,7 +76,9 @@ def record_problems(conn: apsw.Connection, now_ms: int) -> list[str]:
     The store is read as its own export and run through import's checker, so a store passes
     `check` exactly when its export would import unchanged.
     """
-    checker = RecordChecker(now_ms + _CLOCK_SKEW_MS, clamp=False)
+    # A clock that stepped back a little (NTP) is not damage either: times that run backwards by up
+    # to the same skew pass; import moves them forward.
+    checker = RecordChecker(now_ms + _CLOCK_SKEW_MS, clamp=False, slack_ms=_CLOCK_SKEW_MS)
     found: list[str] = []
     stored: dict[int, tuple[str, dict[str, Any]]] = {}
     for rec in transfer.iter_export(conn):
@@ -92,6 +94,11 @@ def record_problems(conn: apsw.Connection, now_ms: int) -> list[str]:
         for column in ("thought_count", "last_thought_number", "total_thoughts"):
             if derived.thought_count and rec[column] != getattr(derived, column):
                 found.append(f"{label}: {column} is {rec[column]}, its thoughts say {getattr(derived, column)}")
+        if derived.thought_count and rec["updated_at"] < derived.last_time - _CLOCK_SKEW_MS:
+            found.append(
+                f"{label}: 'updated_at' ({rec['updated_at']} ms since 1970) is before its newest thought "
+                f"({derived.last_time}); every thought written updates it"
+            )
     for name, key in conn.execute("SELECT name, name_key FROM threads ORDER BY id"):
         if key != name_key(str(name)):
             found.append(f"thread {str(name)[:40]!a}: its lookup key is stale, so the tools cannot find it by name")

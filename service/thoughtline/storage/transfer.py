@@ -81,7 +81,8 @@ def import_records(
 
     Refuses with `RecordProblem` (naming that number) at the first record that breaks a rule or
     whose sequence id this store already holds; the caller's transaction then rolls everything
-    back. Times after `now_ms` are moved to it; counts, titles and totals are recomputed.
+    back. Times after `now_ms` are moved to it, and a time before the one it follows (its sequence,
+    the thought before it, its thread) forward to that one; counts, titles and totals are recomputed.
     """
     checker = RecordChecker(now_ms, clamp=True)
     loader = _Loader(conn)
@@ -97,13 +98,15 @@ def import_records(
         raise problems[0]
     for file_id, derived in checker.derived().items():
         conn.execute(
-            "UPDATE sequences SET title = ?, thought_count = ?, last_thought_number = ?, total_thoughts = ? "
-            "WHERE id = ?",
+            # A sequence is updated by every thought written to it: never before its newest one.
+            "UPDATE sequences SET title = ?, thought_count = ?, last_thought_number = ?, total_thoughts = ?, "
+            "updated_at = max(updated_at, ?) WHERE id = ?",
             (
                 derived.title,
                 derived.thought_count,
                 derived.last_thought_number,
                 derived.total_thoughts,
+                derived.last_time,
                 loader.sequences[file_id],
             ),
         )
@@ -168,6 +171,11 @@ class _Loader:
         found: list[tuple[int]] = list(self.conn.execute("SELECT id FROM threads WHERE name_key = ?", (key,)))
         if found:
             self.merged += 1
+            # The file's members and rejections may predate the store's thread of that name: it has
+            # existed since the older of the two, so no membership comes before its thread.
+            self.conn.execute(
+                "UPDATE threads SET created_at = min(created_at, ?) WHERE id = ?", (row["created_at"], found[0][0])
+            )
             return found[0][0]
         return self._insert("threads", {**row, "name_key": key})
 
