@@ -19,6 +19,7 @@ from thoughtline.config import Settings
 from thoughtline.identity import OWNER_KEY
 from thoughtline.library import matching, review
 from thoughtline.library.embed import MiniLMEmbedder
+from thoughtline.library.proposals import TUNING
 from thoughtline.library.term_cache import TermCache
 from thoughtline.storage import proposals as proposal_store
 from thoughtline.storage import transfer
@@ -82,7 +83,7 @@ async def test_one_matching_step_advances_every_pending_backfill(app: Served, em
         plan = await opened.read(lambda conn: matching._plan(conn, memo))
         assert plan is not None
         descriptions = await matching._Descriptions(embedder, None).vectors([t.description for t in plan.threads])
-        picks = matching._decide(plan, descriptions, matching.TUNING, memo)
+        picks = matching._decide(plan, descriptions, TUNING, memo)
         await opened.write(matching._commit(plan, picks))
         left = await opened.read(proposal_store.pending_work)
     finally:
