@@ -116,8 +116,15 @@ def score(data: LabelledSet, proposed: Sequence[tuple[str, str]], members: Mappi
     return out
 
 
+async def matched(h: Harness) -> None:
+    """List until no matching is left (a list runs matching within a time budget, SPEC §5.3)."""
+    while (await h.ok("review_proposals", {"action": "list", "limit": 1})).get("matchingPending"):
+        pass
+
+
 async def _proposed(h: Harness, names: Mapping[str, str], ids: Mapping[str, str]) -> list[tuple[str, str]]:
-    """Every pending proposal as (thread topic, sequence id), all pages."""
+    """Every pending proposal as (thread topic, sequence id), all pages, once matching is done."""
+    await matched(h)
     topic_of = {name: topic for topic, name in names.items()}
     seq_of = {public: key for key, public in ids.items()}
     out: list[tuple[str, str]] = []
@@ -176,7 +183,7 @@ async def flow_a(data: LabelledSet, embedder: Embedder, root: Path) -> Score:
         for seq in data.sequences:
             seeded = seed_of.get(seq["id"])
             ids[seq["id"]] = await _write(h, seq, [names[seeded]] if seeded else None)
-            await h.ok("review_proposals", {"action": "list", "limit": 1})
+            await matched(h)
         proposed = await _proposed(h, names, ids)
     members = {t: set(s) for t, s in data.seeds.items()}
     return score(data, proposed, members)

@@ -72,6 +72,9 @@ async def run(copies: int, calls: int) -> None:
             threads = len(topics) + EXTRA_THREADS
             start = time.perf_counter()
             first = await h.ok("review_proposals", {"action": "list"})
+            # A list matches within a time budget; the backfills are timed until none is left.
+            while first.get("matchingPending"):
+                first = await h.ok("review_proposals", {"action": "list"})
             backfill_ms = (time.perf_counter() - start) * 1000
             warm = [await h.timed("review_proposals", {"action": "list"}) for _ in range(calls)]
             scoped = [await h.timed("review_proposals", {"action": "list", "thread": "Mixed 1"}) for _ in range(calls)]

@@ -5,12 +5,18 @@
 write path: writes only queue a completed sequence (`thread_match_queue`) or leave a thread's
 backfill pending (`threads.backfilled_version`). The work goes in bounded steps, each one read
 snapshot, the embedding outside any transaction, and one short write, so the writer is never
-held for long; the steps repeat until nothing is pending.
+held for long; the steps repeat until nothing is pending, or until the caller's time budget is
+spent (a list answers in bounded time and says what is left; the drain finishes it).
+
+Every pending backfill advances in the same step, over one shared batch of sequences: a step
+reads that batch's vectors and words once and judges it against every thread still backfilling,
+so N threads created at once cost one pass over the store, not N.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +48,7 @@ if TYPE_CHECKING:
     from thoughtline.library.embed import Embedder
     from thoughtline.storage.router import UserStore
 
-# Sequences matched per step (queued ones, and the next batch of one thread's backfill).
+# Sequences matched per step (queued ones, and the next batch of the pending backfills).
 SCAN = 200
 # A proposal to write: (thread, sequence, similarity, evidence thought, proposed at).
 Row = tuple[int, int, float, int, int]
@@ -60,8 +66,9 @@ class _Plan:
     threads: list[proposal_store.ThreadBasis]
     members: dict[int, list[int]]
     queue: list[tuple[int, int]]
-    backfill: proposal_store.ThreadBasis | None
-    batch: list[int]
+    # The threads whose backfill is pending, and the next sequences they share: (row id, created_at).
+    backfills: list[proposal_store.ThreadBasis]
+    batch: list[tuple[int, int]]
     missing: list[int]
     vectors: dict[int, tuple[list[int], list[bytes]]] = field(default_factory=dict)
     # Words: term counts of each sequence involved and of each description, and the store's
@@ -75,8 +82,8 @@ class _Plan:
 class _Memo:
     """What one `match_pending` call reads once and reuses across its steps.
 
-    The steps of one call (a backfill per thread, over the same sequences) meet the same
-    sequences and words again and again. A sequence's words are kept with the thoughts they were
+    The steps of one call (queued sequences, backfill batches, against the same members) meet
+    the same sequences and words again and again. A sequence's words are kept with the thoughts they were
     read from, and read again when that set changed. Term frequencies live longer, in the
     store's `TermCache` (exact at each step's snapshot, kept across calls).
     """
@@ -87,22 +94,28 @@ class _Memo:
     weights: dict[int, tuple[Counter[str], int, Terms]] = field(default_factory=dict)
     # (description, members, thought count) -> the thread's words
     threads: dict[tuple[str, tuple[int, ...], int], Terms] = field(default_factory=dict)
+    # description -> its term counts (tokenized once per call, not once per step)
+    descriptions: dict[str, Counter[str]] = field(default_factory=dict)
 
 
 def _plan(conn: apsw.Connection, memo: _Memo) -> _Plan | None:
     queue = proposal_store.queued(conn, SCAN)
     threads = proposal_store.active_threads(conn)
-    backfill = next((t for t in threads if t.backfill_pending), None)
-    if not queue and backfill is None:
+    backfills = [t for t in threads if t.backfill_pending]
+    if not queue and not backfills:
         return None
-    batch = []
-    if backfill is not None:
-        batch = proposal_store.sequences_after(conn, backfill.backfill_after, backfill.updated_at, SCAN)
+    batch: list[tuple[int, int]] = []
+    if backfills:
+        # One batch for all: from the least advanced cursor, up to the latest description time;
+        # `_decide` gives each thread only the sequences past its cursor and stored by its time.
+        after = min(t.backfill_after for t in backfills)
+        batch = proposal_store.sequences_after(conn, after, max(t.updated_at for t in backfills), SCAN)
     members = proposal_store.members_of(conn, [t.rowid for t in threads])
-    plan = _Plan(threads, members, queue, backfill, batch, [])
+    plan = _Plan(threads, members, queue, backfills, batch, [])
     if not threads:
         return plan
-    involved = sorted({s for s, _ in queue} | set(batch) | {s for m in members.values() for s in m})
+    batched = {s for s, _ in batch}
+    involved = sorted({s for s, _ in queue} | batched | {s for m in members.values() for s in m})
     plan.missing = proposal_store.unembedded_thoughts(conn, involved, EMBED_BATCH)
     grouped: dict[int, tuple[list[int], list[bytes]]] = defaultdict(lambda: ([], []))
     for seq, thought, blob in proposal_store.thought_vectors(conn, involved):
@@ -112,12 +125,14 @@ def _plan(conn: apsw.Connection, memo: _Memo) -> _Plan | None:
     embedded = {seq: tuple(ids) for seq, (ids, _) in plan.vectors.items()}
     # The same members `_decide` takes words from: the newest ones that have a vector.
     newest = {s for m in members.values() for s in [x for x in m if x in plan.vectors][-WORD_MEMBERS:]}
-    worded = sorted({s for s, _ in queue} | set(batch) | newest)
+    worded = sorted({s for s, _ in queue} | batched | newest)
     stale = [s for s in worded if s not in memo.words or memo.words[s][0] != embedded.get(s, ())]
     read = thread_store.sequence_terms(conn, stale)
     memo.words.update({s: (embedded.get(s, ()), read.get(s, Counter())) for s in stale})
     plan.words = {s: memo.words[s][1] for s in worded if memo.words[s][1]}
-    plan.description_words = {t.description: Counter(thread_store.terms(conn, t.description)) for t in threads}
+    for text in {t.description for t in threads} - memo.descriptions.keys():
+        memo.descriptions[text] = Counter(thread_store.terms(conn, text))
+    plan.description_words = {t.description: memo.descriptions[t.description] for t in threads}
     wanted = {term for counts in (*plan.words.values(), *plan.description_words.values()) for term in counts}
     plan.statistics = memo.terms.statistics(conn, wanted)
     return plan
@@ -199,14 +214,19 @@ def _decide(plan: _Plan, descriptions: dict[str, Vector | None], tuning: Tuning,
         return [(p.thread, p.similarity, p.evidence_thought) for p in found]
 
     # A completed sequence is matched against every active thread and proposed when it was
-    # written; a backfilled one only against the thread being backfilled, when it was described.
+    # written; a backfilled one only against the threads backfilling past it that were described
+    # after it was stored, each proposed at its description time.
     for seq, queued_at in plan.queue:
         out += [(thread, seq, sim, evidence, queued_at) for thread, sim, evidence in match(seq, profiles)]
-    if plan.backfill is not None and plan.backfill.rowid in profiles:
-        only = {plan.backfill.rowid: profiles[plan.backfill.rowid]}
-        at = plan.backfill.updated_at
-        for seq in plan.batch:
-            out += [(thread, seq, sim, evidence, at) for thread, sim, evidence in match(seq, only)]
+    described_at = {t.rowid: t.updated_at for t in plan.backfills}
+    for seq, created_at in plan.batch:
+        wanting = {
+            t.rowid: profiles[t.rowid]
+            for t in plan.backfills
+            if t.rowid in profiles and seq > t.backfill_after and created_at <= t.updated_at
+        }
+        if wanting:
+            out += [(thread, seq, sim, evidence, described_at[thread]) for thread, sim, evidence in match(seq, wanting)]
     return out
 
 
@@ -214,9 +234,11 @@ def _commit(plan: _Plan, picks: Sequence[Row]) -> Callable[[apsw.Connection], in
     def write(conn: apsw.Connection) -> int:
         made = proposal_store.record_proposals(conn, picks)
         proposal_store.dequeue(conn, plan.queue)
-        if plan.backfill is not None:
-            after = plan.batch[-1] if plan.batch else plan.backfill.backfill_after
-            proposal_store.advance_backfill(conn, plan.backfill, after, done=len(plan.batch) < SCAN)
+        # A short batch reached the end for every thread (each one's range lies within it).
+        done = len(plan.batch) < SCAN
+        last = plan.batch[-1][0] if plan.batch else 0
+        for thread in plan.backfills:
+            proposal_store.advance_backfill(conn, thread, max(thread.backfill_after, last), done=done)
         return made
 
     return write
@@ -228,8 +250,16 @@ async def match_pending(
     tuning: Tuning = TUNING,
     cache: dict[str, Vector | None] | None = None,
     terms: TermCache | None = None,
+    budget_seconds: float | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> int:
-    """Finish every pending match of one store; returns how many proposals were made.
+    """Do the pending matches of one store; returns how many proposals were made.
+
+    Without `budget_seconds` every pending match is finished. With it, no new step starts
+    unless one as long as the last still fits in the budget, so the caller answers in bounded
+    time and the rest stays pending (`proposal_store.pending_work` counts it). The first step
+    that asks for the model and the first that embeds are not charged: a cold model load alone
+    would otherwise spend the budget before a just-completed sequence is matched.
 
     Cheap when nothing is pending (one read, no model load). Missing vectors of the sequences
     involved are embedded first, in bounded batches. `cache` keeps description embeddings
@@ -243,10 +273,18 @@ async def match_pending(
     stalled: list[int] = []
     current: str | None = None  # the model id, asked for only once something needs the model
     memo = _Memo(terms if terms is not None else TermCache())
-    while (plan := await opened.read(lambda conn: _plan(conn, memo))) is not None:
+    deadline = None if budget_seconds is None else monotonic() + budget_seconds
+    last, embedded_once = 0.0, False
+    while deadline is None or monotonic() + last < deadline:
+        started = monotonic()
+        plan = await opened.read(lambda conn: _plan(conn, memo))
+        if plan is None:
+            break
         embedding = bool(plan.missing and plan.missing != stalled)
         if current is None and (embedding or (plan.threads and (plan.queue or plan.batch))):
             current = await asyncio.to_thread(_model_id, embedder())
+            if budget_seconds is not None:  # asking for the model is not charged
+                deadline, started = monotonic() + budget_seconds, monotonic()
             # Thought vectors another model made are never compared with this model's
             # descriptions: they are queued again, and the plan (which read them) is read again.
             if await model_identity.ensure(opened, current) is not None:
@@ -257,6 +295,10 @@ async def match_pending(
             # missing after a try that stored nothing does matching go on without them.
             if not await _embed_missing(opened, embedder(), current, plan.missing):
                 stalled = plan.missing
+            if budget_seconds is not None and not embedded_once:  # nor is the first embedding (a cold load)
+                deadline, embedded_once = monotonic() + budget_seconds, True
+            else:
+                last = monotonic() - started
             continue
         texts: dict[str, Vector | None] = {}
         # Descriptions are embedded only when there is something to match (an empty backfill
@@ -265,4 +307,5 @@ async def match_pending(
             descriptions = descriptions or _Descriptions(embedder(), cache)
             texts = await descriptions.vectors([t.description for t in plan.threads])
         made += await opened.write(_commit(plan, _decide(plan, texts, tuning, memo)))
+        last = monotonic() - started
     return made

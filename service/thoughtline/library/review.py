@@ -1,7 +1,10 @@
 """Reviewing thread proposals (SPEC §5.3): list (after finishing pending matching), accept, reject.
 
 The one implementation behind `review_proposals` and the REST proposal routes. Listing first
-runs `match_pending`, so a list right after a completing write already holds its proposals;
+runs `match_pending` within a time budget, so a list right after a completing write already
+holds its proposals, and a large backlog (hundreds of threads created at once) never holds the
+answer for long: the page says how much matching is left, and the post-commit drain (kicked by
+each step's commit) or the next list finishes it;
 accept and reject are one write transaction each. Pages are signed cursors (`library/cursors.py`,
 purpose PROPOSALS) bound to the thread filter.
 """
@@ -29,6 +32,8 @@ if TYPE_CHECKING:
     from thoughtline.library.proposals import Vector
 
 EVIDENCE_CHARS = 200
+# Matching a list runs before answering, at most (plus one step): like search's inline embedding.
+MATCH_BUDGET_SECONDS = 2.0
 MAX_LIMIT = 50
 DEFAULT_LIMIT = 20
 
@@ -53,10 +58,14 @@ class Proposal:
 
 @dataclass(frozen=True)
 class ProposalPage:
-    """One page of pending proposals and the cursor of the next (or None)."""
+    """One page of pending proposals, the cursor of the next (or None), and matching still to do.
+
+    `matching` is None when nothing is left; otherwise the page may lack proposals still to come.
+    """
 
     proposals: tuple[Proposal, ...]
     next_cursor: str | None
+    matching: proposal_store.PendingWork | None = None
 
 
 @dataclass(frozen=True)
@@ -93,8 +102,14 @@ def _after(secret: str, thread: int | None, token: str | None) -> int:
 class ProposalReview:
     """Review over one process's embedder (created on first use), keeping description vectors across calls."""
 
-    def __init__(self, embedder: Callable[[], Embedder], terms: TermCaches | None = None) -> None:
+    def __init__(
+        self,
+        embedder: Callable[[], Embedder],
+        terms: TermCaches | None = None,
+        budget_seconds: float | None = None,
+    ) -> None:
         self._embedder = embedder
+        self._budget = budget_seconds
         self._descriptions: dict[str, Vector | None] = {}
         self._terms = terms if terms is not None else TermCaches()
 
@@ -105,7 +120,13 @@ class ProposalReview:
         # The matching module brings numpy, which a cold start must not import (SPEC §7).
         from thoughtline.library.matching import match_pending
 
-        await match_pending(opened, self._embedder, cache=self._descriptions, terms=self._terms.for_store(opened))
+        await match_pending(
+            opened,
+            self._embedder,
+            cache=self._descriptions,
+            terms=self._terms.for_store(opened),
+            budget_seconds=MATCH_BUDGET_SECONDS if self._budget is None else self._budget,
+        )
 
         def read(conn: apsw.Connection) -> ProposalPage:
             found_thread = thread_store.require_thread(conn, thread) if thread is not None else None
@@ -115,7 +136,9 @@ class ProposalReview:
             shown = found[:limit]
             more = len(found) > limit and bool(shown)
             token = cursors.issue(secret, cursors.Purpose.PROPOSALS, [rowid, shown[-1].rowid]) if more else None
-            return ProposalPage(tuple(_proposal(p) for p in shown), token)
+            left = proposal_store.pending_work(conn)
+            matching = left if left.threads or left.sequences else None
+            return ProposalPage(tuple(_proposal(p) for p in shown), token, matching)
 
         return await opened.read(read)
 

@@ -61,11 +61,23 @@ class ProposalTools:
         return ToolOutput(text=_render_list(structured, thread_name), structured=structured)
 
 
+def _still_matching(result: Mapping[str, Any]) -> list[str]:
+    left = result.get("matchingPending")
+    if not left:
+        return []
+    parts = []
+    if left["threads"]:
+        parts.append(f"{left['threads']} thread{'s' if left['threads'] != 1 else ''}")
+    if left["sequences"]:
+        parts.append(f"{left['sequences']} completed sequence{'s' if left['sequences'] != 1 else ''}")
+    return [f"Matching is still running for {' and '.join(parts)}; more proposals may come, list again shortly."]
+
+
 def _render_list(result: Mapping[str, Any], thread: str | None) -> str:
     proposals = result["proposals"]
     scope = f" for thread {thread!r}" if thread else ""
     if not proposals:
-        return f"No pending proposals{scope}."
+        return "\n".join([f"No pending proposals{scope}.", *_still_matching(result)])
     lines = [f"{len(proposals)} pending proposal{'s' if len(proposals) != 1 else ''}{scope}:"]
     for p in proposals:
         lines.append(f"- {p['proposalId']}: {p['title']} → {p['thread']} (similarity {p['similarity']:.2f})")
@@ -73,4 +85,4 @@ def _render_list(result: Mapping[str, Any], thread: str | None) -> str:
     lines.append("Accept or reject each with review_proposals action 'accept' / 'reject' and its proposalId.")
     if result["nextCursor"]:
         lines.append(f"More proposals follow; pass cursor={result['nextCursor']} to continue.")
-    return "\n".join(lines)
+    return "\n".join([*lines, *_still_matching(result)])

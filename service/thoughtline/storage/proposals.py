@@ -60,6 +60,24 @@ def _ids(values: Iterable[int]) -> str:
     return json.dumps(list(values))
 
 
+@dataclass(frozen=True)
+class PendingWork:
+    """Matching still to do: active threads whose backfill is pending, completed sequences queued."""
+
+    threads: int
+    sequences: int
+
+
+def pending_work(conn: apsw.Connection) -> PendingWork:
+    """How much matching is left (what a budgeted list reports as still running)."""
+    found = rows(
+        conn,
+        "SELECT (SELECT count(*) FROM threads WHERE status = 'active' AND backfilled_version < description_version), "
+        "(SELECT count(*) FROM thread_match_queue)",
+    )
+    return PendingWork(int(found[0][0]), int(found[0][1]))
+
+
 def has_pending_work(conn: apsw.Connection) -> bool:
     """Whether a completed sequence waits in the queue or an active thread waits for its backfill."""
     found = rows(
@@ -101,18 +119,19 @@ def queued(conn: apsw.Connection, limit: int) -> list[tuple[int, int]]:
     return [(int(r[0]), int(r[1])) for r in found]
 
 
-def sequences_after(conn: apsw.Connection, after_rowid: int, until_ms: int, limit: int) -> list[int]:
-    """Row ids of sequences above `after_rowid` created by `until_ms`, in order (a backfill's next batch).
+def sequences_after(conn: apsw.Connection, after_rowid: int, until_ms: int, limit: int) -> list[tuple[int, int]]:
+    """(row id, created_at) of sequences above `after_rowid` created by `until_ms`, in order.
 
-    A backfill covers what was stored when the thread was created or re-described; sequences
-    started later are matched when they complete, so an open one is never proposed early.
+    The backfills' next batch. A backfill covers what was stored when the thread was created or
+    re-described; sequences started later are matched when they complete, so an open one is
+    never proposed early.
     """
     found = rows(
         conn,
-        "SELECT id FROM sequences WHERE id > ? AND created_at <= ? ORDER BY id LIMIT ?",
+        "SELECT id, created_at FROM sequences WHERE id > ? AND created_at <= ? ORDER BY id LIMIT ?",
         (after_rowid, until_ms, limit),
     )
-    return [int(r[0]) for r in found]
+    return [(int(r[0]), int(r[1])) for r in found]
 
 
 def unembedded_thoughts(conn: apsw.Connection, sequence_rowids: Sequence[int], limit: int) -> list[int]:
@@ -175,11 +194,12 @@ def advance_backfill(conn: apsw.Connection, thread: ThreadBasis, after_rowid: in
     """Record how far a thread's backfill got; at the end mark its description version matched.
 
     Nothing changes when the description changed since the run read it (that run is stale; the
-    new version's backfill starts again from the first sequence).
+    new version's backfill starts again from the first sequence), and the cursor never moves
+    back (a concurrent run, the drain beside a list, may have gone further).
     """
     conn.execute(
-        "UPDATE threads SET backfill_after = ?, backfilled_version = CASE WHEN ? THEN description_version "
-        "ELSE backfilled_version END WHERE id = ? AND description_version = ?",
+        "UPDATE threads SET backfill_after = max(backfill_after, ?), backfilled_version = CASE WHEN ? "
+        "THEN description_version ELSE backfilled_version END WHERE id = ? AND description_version = ?",
         (after_rowid, int(done), thread.rowid, thread.description_version),
     )
 

@@ -165,8 +165,21 @@ def set_description(conn: apsw.Connection, thread: ThreadRow, description: str, 
 
 
 def set_thread_status(conn: apsw.Connection, thread: ThreadRow, status: str, now_ms: int) -> ThreadRow:
-    """Archive or unarchive; setting the status a thread already has changes nothing."""
-    if status != thread.status:
+    """Archive or unarchive; setting the status a thread already has changes nothing.
+
+    Unarchiving leaves the thread's backfill pending again (over what is stored by now): sequences
+    that completed while it was archived were matched against the active threads only. Members,
+    rejected pairs and pairs already proposed are skipped by the backfill, so nothing is repeated.
+    """
+    if status == thread.status:
+        return require_thread(conn, thread.name)
+    if status == "active":
+        conn.execute(
+            "UPDATE threads SET status = ?, updated_at = ?, description_version = description_version + 1, "
+            "backfill_after = 0 WHERE id = ?",
+            (status, now_ms, thread.rowid),
+        )
+    else:
         conn.execute("UPDATE threads SET status = ?, updated_at = ? WHERE id = ?", (status, now_ms, thread.rowid))
     return require_thread(conn, thread.name)
 

@@ -8,6 +8,7 @@ transaction, so a refused file leaves nothing behind.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -110,6 +111,13 @@ def import_records(
                 loader.sequences[file_id],
             ),
         )
+    # Imported completed sequences are matched like ones that complete here: against every active
+    # thread of this store, not only the file's threads (whose backfill starts pending).
+    conn.execute(
+        "INSERT INTO thread_match_queue(sequence_id, queued_at) SELECT id, ? FROM sequences "
+        "WHERE status = 'completed' AND id IN (SELECT value FROM json_each(?)) ON CONFLICT(sequence_id) DO NOTHING",
+        (now_ms, json.dumps(list(loader.sequences.values()))),
+    )
     counts["merged_thread"] = loader.merged
     return counts
 

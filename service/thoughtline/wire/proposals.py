@@ -22,8 +22,11 @@ def proposal_json(p: Proposal) -> dict[str, Any]:
 
 
 def page_json(page: ProposalPage) -> dict[str, Any]:
-    """A page of proposals with its next cursor."""
-    return {"proposals": [proposal_json(p) for p in page.proposals], "nextCursor": page.next_cursor}
+    """A page of proposals with its next cursor, and `matchingPending` while matching is left to do."""
+    out: dict[str, Any] = {"proposals": [proposal_json(p) for p in page.proposals], "nextCursor": page.next_cursor}
+    if page.matching is not None:
+        out["matchingPending"] = {"threads": page.matching.threads, "sequences": page.matching.sequences}
+    return out
 
 
 def decision_json(d: Decision) -> dict[str, Any]:
