@@ -104,6 +104,19 @@ async def test_a_cleared_blocker_closes_in_its_own_sequence_first(app: Served) -
     assert cleared["thread"]["state"] == "ongoing"
 
 
+async def test_a_clock_stepped_back_never_dates_a_thought_before_the_one_it_follows(app: Served) -> None:
+    async with connected(app) as client:
+        await create(client, "pg")
+        seq = await think(client, "Staging is down, the deploy is blocked", threads=["pg"], event="blocker")
+        app.clock.advance(-1 / 24)  # the server's clock steps back an hour (NTP)
+        await step(client, seq, 2, "Staging is back", event="blocker_cleared")
+        brief = await call(client, "thread_briefing", name="pg")
+    created = [row[0] for row in app.query("SELECT created_at FROM thoughts ORDER BY position")]
+    assert created[1] == created[0]
+    assert brief["openBlockers"] == []
+    assert brief["thread"]["state"] == "ongoing"
+
+
 async def test_questions_make_a_thread_uncertain_until_answered_and_resolution_resolves(app: Served) -> None:
     async with connected(app) as client:
         await create(client, "pg")

@@ -173,6 +173,9 @@ def append_thought(
         count = 0
     else:
         public_id, seq_rowid, count = seq.public_id, seq.rowid, seq.thought_count
+        # Briefings, `since` and the event reducer read a sequence in time order: a server clock
+        # stepped back (NTP) must not date a thought before the one it follows.
+        now_ms = max(now_ms, seq.updated_at)
 
     branch_key = _write_branch(conn, seq_rowid, plan, now_ms)
     position = count + 1
