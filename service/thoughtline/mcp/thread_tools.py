@@ -170,27 +170,39 @@ def render_briefing(b: Briefing) -> str:
         t.headline,
     ]
 
-    def block(title: str, events: tuple[Any, ...]) -> None:
+    def block(title: str, events: tuple[Any, ...], count: int | None = None) -> None:
         if events:
-            lines.extend(["", title])
+            left_out = (count or 0) - len(events)
+            more = f" (the newest {len(events)} of {count}; {left_out} older left out)" if left_out > 0 else ""
+            lines.extend(["", f"{title}{more}:"])
             lines.extend(f"- {iso(e.at)[:10]} {e.kind}: {e.text} ({e.sequence_id} #{e.thought_number})" for e in events)
 
-    block("Open blockers:", b.open_blockers)
-    block("Open questions:", b.open_questions)
-    block("Decisions:", b.decisions)
+    block("Open blockers", b.open_blockers, b.open_blocker_count)
+    block("Open questions", b.open_questions, b.open_question_count)
+    block("Decisions", b.decisions)
     if b.latest_conclusion is not None:
-        block("Latest conclusion:", (b.latest_conclusion,))
-    block("Recent events:", b.events)
+        block("Latest conclusion", (b.latest_conclusion,))
+    block("Recent events", b.events)
     if b.members:
-        lines.extend(["", "Members:"])
+        lines.extend(["", "Members" + _members_left_out(t.name, len(b.members), t.member_count) + ":"])
         lines.extend(f"- {m.sequence_id} [{m.status}] {m.title} (added by {m.added_by})" for m in b.members)
     changed = b.changed_since
     if changed is not None:
         lines.extend(
             [
                 "",
-                f"Since {iso(changed.since)}: {changed.new_event_count} new events, {len(changed.new_members)} new "
+                f"Since {iso(changed.since)}: {changed.new_event_count} new events, {changed.new_member_count} new "
                 f"members; state {changed.state_then} → {changed.state_now}.",
             ]
         )
     return "\n".join(lines)
+
+
+def _members_left_out(name: str, shown: int, count: int) -> str:
+    """How many members the briefing leaves out and where the rest are listed ('' when none is)."""
+    if count <= shown:
+        return ""
+    return (
+        f" (the {shown} most recently updated of {count}; list the rest with manage_sequence action 'list', "
+        f"thread {name!r}, or page GET /api/v1/sequences?thread=…)"
+    )

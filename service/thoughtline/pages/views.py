@@ -185,7 +185,10 @@ async def threads_page(request: Request, session: Session, source: Source) -> Re
     return document("Threads", main, session=session, current="/library/threads", page="threads")
 
 
-def _events(title: str, events: list[Any], element_id: str) -> str:
+def _events(title: str, events: list[Any], element_id: str, count: int | None = None) -> str:
+    # The briefing lists the newest open items only; the heading says how many are open in all.
+    if count is not None and count > len(events):
+        title += f" (newest {len(events)} of {count})"
     head = f'<section class="panel" aria-labelledby="{element_id}"><h2 id="{element_id}">{e(title)}</h2>'
     if not events:
         return head + "<p>None.</p></section>"
@@ -219,7 +222,10 @@ async def thread_page(request: Request, session: Session, source: Source) -> Res
         f'<p class="headline">{e(thread.get("description", ""))}</p>'
     )
     conclusion = brief.get("latestConclusion")
-    members = "".join(_member_row(session, real, m) for m in brief.get("members", []))
+    listed = brief.get("members", [])
+    members = "".join(_member_row(session, real, m) for m in listed)
+    if int(thread.get("memberCount", 0)) > len(listed):  # the briefing lists the most recently updated only
+        members += f'<li><a href="{href("/library", thread=real)}">All {e(thread["memberCount"])} members</a></li>'
     curate = (
         '<section class="panel" aria-labelledby="curate-h"><h2 id="curate-h">Curate</h2>'
         f'<form method="post" action="{e(base)}/rename" class="inline">{csrf_field(session)}'
@@ -237,8 +243,8 @@ async def thread_page(request: Request, session: Session, source: Source) -> Res
     )
     story = "".join(
         [
-            _events("Open blockers", brief.get("openBlockers", []), "blockers-h"),
-            _events("Open questions", brief.get("openQuestions", []), "questions-h"),
+            _events("Open blockers", brief.get("openBlockers", []), "blockers-h", brief.get("openBlockerCount")),
+            _events("Open questions", brief.get("openQuestions", []), "questions-h", brief.get("openQuestionCount")),
             _events("Decisions", brief.get("decisions", []), "decisions-h"),
             _events("Latest conclusion", [conclusion] if conclusion else [], "conclusion-h"),
             _events("Timeline", brief.get("events", []), "timeline-h"),

@@ -102,6 +102,7 @@ def _changed_since(c: ChangedSince) -> dict[str, Any]:
         "newEvents": [event_json(e) for e in c.new_events],
         "newEventCount": c.new_event_count,
         "newMembers": [member_json(m) for m in c.new_members],
+        "newMemberCount": c.new_member_count,
         "stateThen": c.state_then,
         "stateNow": c.state_now,
     }
@@ -112,7 +113,9 @@ def briefing_json(b: Briefing) -> dict[str, Any]:
     result: dict[str, Any] = {
         "thread": _briefing_thread(b.thread),
         "openBlockers": [event_json(e) for e in b.open_blockers],
+        "openBlockerCount": b.open_blocker_count,
         "openQuestions": [event_json(e) for e in b.open_questions],
+        "openQuestionCount": b.open_question_count,
         "decisions": [event_json(e) for e in b.decisions],
         "latestConclusion": None if b.latest_conclusion is None else event_json(b.latest_conclusion),
         "events": [event_json(e) for e in b.events],
