@@ -93,6 +93,19 @@ THOUGHT_INPUT = _obj(
     ["thought", "nextThoughtNeeded", "thoughtNumber", "totalThoughts"],
 )
 
+# With THOUGHTLINE_LIBRARY=off `threads` stays an argument (SPEC §5 keeps sequentialthinking's own
+# arguments), but no tool can create a thread, so its description says to leave it out.
+THOUGHT_INPUT_NO_LIBRARY = {
+    **THOUGHT_INPUT,
+    "properties": {
+        **THOUGHT_INPUT["properties"],
+        "threads": {
+            **THOUGHT_INPUT["properties"]["threads"],
+            "description": "Threads are off on this server (THOUGHTLINE_LIBRARY=off): leave this out.",
+        },
+    },
+}
+
 THOUGHT_OUTPUT = _obj(
     {
         "sequenceId": {"type": "string"},
