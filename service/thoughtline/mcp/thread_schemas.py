@@ -14,6 +14,7 @@ from thoughtline.domain import arguments
 from thoughtline.domain.thread_names import MAX_DESCRIPTION, MAX_NAME
 from thoughtline.domain.thread_types import THREAD_TYPES, TYPE_SETTINGS
 from thoughtline.library.briefing import DEFAULT_EVENTS, MAX_DECISIONS, MAX_EVENTS, MAX_MEMBERS, MAX_OPEN_ITEMS
+from thoughtline.library.threads import DEFAULT_THREAD_PAGE, MAX_THREAD_PAGE
 from thoughtline.mcp.schema_parts import closed_input, record, tool_annotations
 from thoughtline.mcp.schemas import nullable
 
@@ -33,15 +34,17 @@ LIFECYCLES = ["active", "dormant", "closed"]
 STATES = ["resolved", "blocked", "uncertain", "stable", "ongoing"]
 EVENT_KINDS = [*arguments.EVENT_KINDS, *arguments.DERIVED_EVENT_KINDS]
 
-CONFIGURE_DESCRIPTION = """Create and curate threads: named, long-running topics that group your reasoning sequences.
+CONFIGURE_DESCRIPTION = f"""Create and curate threads: named, long-running topics that group your reasoning sequences.
 
-action: list (includeArchived) | create (name, description) | rename (name, newName) |
+action: list (includeArchived, limit, cursor) | create (name, description) | rename (name, newName) |
 set_description (name, description) | archive | unarchive (name) | delete (name, confirm: true) |
 pin / unpin (name, sequenceId) | set_type (name, type: work, case, relationship or topic; until set,
 a thread's type is derived from its events, and type auto derives it again). Names are 1-64
 characters, unique case-insensitively. A sequence also joins threads when sequentialthinking is
 called with threads: [names]. Deleting a thread never deletes a sequence; archiving keeps its
-members but refuses new ones from sequentialthinking."""
+members but refuses new ones from sequentialthinking. list pages by name: limit (<= {MAX_THREAD_PAGE},
+default {DEFAULT_THREAD_PAGE}) threads a call, threadCount counts them all, and nextCursor (null on the last page)
+continues with the same includeArchived."""
 
 BRIEFING_DESCRIPTION = f"""Catch up on a thread: its state, open blockers and questions, decisions, latest conclusion,
 recent events and member sequences.
@@ -124,6 +127,14 @@ def configure_tool() -> types.Tool:
                     "description": "What the thread is about; its first sentence is the briefing's headline.",
                 },
                 "includeArchived": {"type": "boolean", "description": "With list: show archived threads too."},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_THREAD_PAGE,
+                    "default": DEFAULT_THREAD_PAGE,
+                    "description": "With list: threads per page.",
+                },
+                "cursor": {"type": "string", "description": "With list: a nextCursor, for the next page."},
                 "confirm": {"type": "boolean", "const": True, "description": "With delete: must be true."},
                 "sequenceId": {"type": "string", "pattern": "^seq_[0-9a-f]{32}$"},
                 "type": {
@@ -138,7 +149,9 @@ def configure_tool() -> types.Tool:
             "type": "object",
             "properties": {
                 "action": {"type": "string", "enum": list(CONFIGURE_ACTIONS)},
-                "threads": {"type": "array", "items": THREAD_OBJECT},
+                "threads": {"type": "array", "items": THREAD_OBJECT, "maxItems": MAX_THREAD_PAGE},
+                "threadCount": {"type": "integer"},
+                "nextCursor": nullable({"type": "string"}),
                 "thread": THREAD_OBJECT,
                 "previousName": {"type": "string"},
                 "deleted": {"type": "boolean"},

@@ -12,22 +12,30 @@ from typing import Any
 
 from thoughtline.clock import now_ms
 from thoughtline.domain.arguments import coerce_sequence_id, parse_description, parse_thread_type
-from thoughtline.domain.coercion import coerce_bool, coerce_int, one_of, parse_instant, reject_unknown, require_confirm
+from thoughtline.domain.coercion import (
+    coerce_bool,
+    coerce_int,
+    coerce_str,
+    one_of,
+    parse_instant,
+    reject_unknown,
+    require_confirm,
+)
 from thoughtline.domain.thread_names import check_name
 from thoughtline.domain.thread_types import TYPE_SETTINGS, TypeSetting
 from thoughtline.domain.wording import counted
 from thoughtline.errors import invalid
 from thoughtline.library import threads
 from thoughtline.library.briefing import DEFAULT_EVENTS, MAX_EVENTS, Briefing, read_briefing
-from thoughtline.library.threads import Periods, ThreadChange
+from thoughtline.library.threads import DEFAULT_THREAD_PAGE, MAX_THREAD_PAGE, Periods, ThreadChange
 from thoughtline.mcp.thread_schemas import CONFIGURE_ACTIONS, briefing_tool, configure_tool
 from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolSpec
 from thoughtline.storage.rows import iso
-from thoughtline.wire.threads import briefing_json, deleted_json, thread_json
+from thoughtline.wire.threads import briefing_json, deleted_json, thread_json, thread_page_json
 
 # The arguments each action takes besides `action`; anything else is refused by name.
 _ACTION_FIELDS: dict[str, frozenset[str]] = {
-    "list": frozenset({"includeArchived"}),
+    "list": frozenset({"includeArchived", "limit", "cursor"}),
     "create": frozenset({"name", "description"}),
     "rename": frozenset({"name", "newName"}),
     "set_description": frozenset({"name", "description"}),
@@ -89,8 +97,10 @@ class ThreadTools:
         periods, opened = self._periods, ctx.store
         if action == "list":
             include = bool(coerce_bool(args, "includeArchived"))
-            found = await threads.list_threads(opened, periods, at, include)
-            return {"action": action, "threads": [thread_json(t) for t in found], "includeArchived": include}
+            limit = coerce_int(args, "limit", high=MAX_THREAD_PAGE) or DEFAULT_THREAD_PAGE
+            cursor = coerce_str(args, "cursor", max_chars=500)
+            found = await threads.thread_page(opened, periods, at, include, limit, cursor)
+            return {"action": action, **thread_page_json(found, include)}
         name = thread_name(args)
         if action == "create":
             description = parse_description(args, required=False) or ""
@@ -136,12 +146,18 @@ def _render(result: Mapping[str, Any]) -> str:
     """The readable text of a configure_thread result."""
     action = result["action"]
     if action == "list":
-        found = result["threads"]
+        found, count = result["threads"], result["threadCount"]
         if not found:
+            if count:  # the threads after the cursor were deleted since it was issued
+                return f"No threads on this page; {counted(count, 'thread')} in all."
             return "No threads yet; create one with configure_thread action 'create'."
-        return "\n".join(
-            [f"{len(found)} thread{'s' if len(found) != 1 else ''}:", *(f"- {_thread_line(t)}" for t in found)]
-        )
+        head = f"{counted(count, 'thread')}:"
+        if result["nextCursor"]:
+            head = (
+                f"{counted(count, 'thread')} by name; {len(found)} listed here. For the next page call "
+                f"configure_thread action 'list' with cursor {result['nextCursor']!r}."
+            )
+        return "\n".join([head, *(f"- {_thread_line(t)}" for t in found)])
     if action == "delete":
         return (
             f"Deleted thread {result['name']!r}: {result['removedMemberships']} memberships and "

@@ -161,8 +161,9 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
 
 
 async def threads_page(request: Request, session: Session, source: Source) -> Response:
-    """/library/threads: every thread with lifecycle, members and pending proposals; create one."""
-    threads = await source.threads(include_archived=True)
+    """/library/threads: threads by name, a page at a time, with lifecycle and members; create one."""
+    found = await source.thread_page(cursor=request.query_params.get("cursor") or None)
+    threads = found["threads"]
     rows = "".join(
         f'<li class="row"><a class="title" href="{thread_href(str(t["name"]))}">{e(t["name"])}</a>'
         f'<span class="meta">{chip(str(t.get("lifecycle", "")), "lifecycle")}'
@@ -181,7 +182,10 @@ async def threads_page(request: Request, session: Session, source: Source) -> Re
         '<button type="submit" class="btn">Create thread</button></form>'
     )
     body = rows or '<li class="empty">No threads yet.</li>'
-    main = f'<h1>Threads</h1><ol class="rows" id="threads">{body}</ol>{create}'
+    nxt = found["nextCursor"]
+    more = f'<p><a href="{href("/library/threads", cursor=nxt)}">Next page</a></p>' if nxt else ""
+    count = f'<p class="count">{e(found["threadCount"])} threads</p>' if nxt else ""
+    main = f'<h1>Threads</h1>{count}<ol class="rows" id="threads">{body}</ol>{more}{create}'
     return document("Threads", main, session=session, current="/library/threads", page="threads")
 
 

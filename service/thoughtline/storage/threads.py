@@ -84,14 +84,26 @@ def require_thread(conn: apsw.Connection, name: str) -> ThreadRow:
     return thread
 
 
-def list_threads(conn: apsw.Connection, include_archived: bool) -> list[ThreadRow]:
-    """Threads by name; archived ones only when asked for."""
+def list_threads(
+    conn: apsw.Connection, include_archived: bool, after_key: str | None = None, limit: int | None = None
+) -> list[ThreadRow]:
+    """Threads by name (their folded key, unique); archived ones only when asked for.
+
+    `after_key` starts after that key and `limit` stops after that many, so a page reads only its own rows.
+    """
     found = rows(
         conn,
-        f"SELECT {_THREAD_COLS} FROM threads WHERE ?1 OR status = 'active' ORDER BY name_key",
-        (int(include_archived),),
+        f"SELECT {_THREAD_COLS} FROM threads WHERE (?1 OR status = 'active') AND (?2 IS NULL OR name_key > ?2) "
+        "ORDER BY name_key LIMIT ?3",
+        (int(include_archived), after_key, -1 if limit is None else limit),
     )
     return [ThreadRow(*r) for r in found]
+
+
+def count_threads(conn: apsw.Connection, include_archived: bool) -> int:
+    """How many threads `list_threads` would list in all."""
+    found = rows(conn, "SELECT count(*) FROM threads WHERE ?1 OR status = 'active'", (int(include_archived),))
+    return int(found[0][0])
 
 
 def last_activity(conn: apsw.Connection, thread: ThreadRow, until_ms: int | None = None) -> int:

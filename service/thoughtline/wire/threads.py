@@ -6,7 +6,7 @@ from typing import Any
 
 from thoughtline.domain.thread_state import Event
 from thoughtline.library.briefing import Briefing, BriefingThread, ChangedSince
-from thoughtline.library.threads import MembershipChanged, ThreadChanged, ThreadDeleted, ThreadView
+from thoughtline.library.threads import MembershipChanged, ThreadChanged, ThreadDeleted, ThreadPage, ThreadView
 from thoughtline.storage.rows import iso
 from thoughtline.storage.threads import MemberRow
 
@@ -29,6 +29,16 @@ def thread_json(t: ThreadView) -> dict[str, Any]:
         "createdAt": iso(t.created_at),
         "updatedAt": iso(t.updated_at),
         "lastActivityAt": iso(t.last_activity_at),
+    }
+
+
+def thread_page_json(page: ThreadPage, include_archived: bool) -> dict[str, Any]:
+    """A page of the thread list: the threads, how many in all, the next page's cursor."""
+    return {
+        "threads": [thread_json(t) for t in page.threads],
+        "threadCount": page.thread_count,
+        "nextCursor": page.next_cursor,
+        "includeArchived": include_archived,
     }
 
 
