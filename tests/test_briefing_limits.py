@@ -16,6 +16,7 @@ from tests.test_pages_signin import signed_in
 from tests.thread_support import Served, call, connected, create, served, think
 from thoughtline.config import Settings
 from thoughtline.library.briefing import MAX_MEMBERS, MAX_OPEN_ITEMS
+from thoughtline.storage.history import THREADS_SHOWN
 
 pytestmark = pytest.mark.anyio
 
@@ -86,3 +87,21 @@ async def test_the_thread_page_shows_the_bounded_briefing_and_links_to_every_mem
     assert blockers.count("the deploy is stuck") == MAX_OPEN_ITEMS
     assert f"Open blockers (newest {MAX_OPEN_ITEMS} of {MEMBERS})" in page.text
     assert f'href="/library?thread=big">All {MEMBERS} members</a>' in page.text
+
+
+async def test_a_history_header_names_the_first_threads_and_counts_them_all(app: Served) -> None:
+    names = [f"t{i:02d}" for i in range(THREADS_SHOWN + 2)]
+    async with connected(app) as client:
+        for name in names:
+            await create(client, name)
+        seq = await think(client, "In many threads", threads=names[:16])
+        for name in names[16:]:
+            await call(client, "configure_thread", action="pin", name=name, sequenceId=seq)
+        page = await call(client, "get_thought_history", sequenceId=seq, limit=1)
+        shown = text(await client.call_tool("get_thought_history", {"sequenceId": seq, "limit": 1}))
+    async with api_client(app) as api:
+        rest = body(await api.get(f"/sequences/{seq}", params={"limit": "1"}))
+    assert rest == page
+    assert page["sequence"]["threads"] == names[:THREADS_SHOWN]
+    assert page["sequence"]["threadCount"] == THREADS_SHOWN + 2
+    assert f"In {THREADS_SHOWN + 2} threads (the first {THREADS_SHOWN} by name are listed in threads)" in shown

@@ -132,6 +132,9 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
             f"<li>{thread_badges([n])}{post_button(session, action + '/unpin', 'Unpin', fields={'thread': n})}</li>"
             for n in member_of
         )
+        left_out = int(sequence.get("threadCount", 0)) - len(member_of)
+        if left_out > 0:  # history names the first threads only; each thread's page can unpin it too
+            unpin += f"<li>and {e(left_out)} more threads</li>"
         choices = "".join(f'<option value="{e(t["name"])}">{e(t["name"])}</option>' for t in threads)
         pin = (
             f'<form method="post" action="{e(action)}/pin" class="inline">{csrf_field(session)}'
