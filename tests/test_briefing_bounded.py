@@ -32,6 +32,8 @@ from thoughtline.domain.thread_types import thread_type
 from thoughtline.errors import DomainError
 from thoughtline.library.briefing import (
     MAX_DECISIONS,
+    MAX_MEMBERS,
+    MAX_OPEN_ITEMS,
     Briefing,
     BriefingThread,
     ChangedSince,
@@ -137,7 +139,10 @@ def _reference(
             since=since,
             new_events=shown([e for e in newest if e.at > since][:limit]),
             new_event_count=sum(1 for e in events if e.at > since),
-            new_members=tuple(sorted((m for m in members if m.joined_at > since), key=lambda m: -m.joined_at)),
+            new_members=tuple(sorted((m for m in members if m.joined_at > since), key=lambda m: -m.joined_at))[
+                :MAX_MEMBERS
+            ],
+            new_member_count=sum(1 for m in members if m.joined_at > since),
             state_then=reduce_state(then, life_then),
             state_now=reduce_state(events, life, items),
         )
@@ -154,12 +159,14 @@ def _reference(
             member_count=len(members),
             last_activity_at=last_ms,
         ),
-        open_blockers=shown(list(items.blockers[::-1])),
-        open_questions=shown(list(items.questions[::-1])),
+        open_blockers=shown(list(items.blockers[::-1])[:MAX_OPEN_ITEMS]),
+        open_questions=shown(list(items.questions[::-1])[:MAX_OPEN_ITEMS]),
+        open_blocker_count=len(items.blockers),
+        open_question_count=len(items.questions),
         decisions=shown([e for e in newest if e.kind == "decision"][:MAX_DECISIONS]),
         latest_conclusion=shown(conclusions[:1])[0] if conclusions else None,
         events=shown(newest[:limit]),
-        members=tuple(members),
+        members=tuple(members[:MAX_MEMBERS]),
         changed_since=changed,
     )
 

@@ -46,7 +46,9 @@ async def test_events_come_from_tags_and_the_final_thought_and_revision_fallback
     assert set(brief) == {
         "thread",
         "openBlockers",
+        "openBlockerCount",
         "openQuestions",
+        "openQuestionCount",
         "decisions",
         "latestConclusion",
         "events",

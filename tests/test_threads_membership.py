@@ -228,3 +228,28 @@ async def test_with_the_library_off_no_thread_tool_exists(settings: Settings) ->
     assert "sequentialthinking" in names
     assert page["thoughts"][0]["event"] == "decision"
     assert joined[0] == "thread_not_found"
+
+
+async def test_with_the_library_off_a_thread_refusal_says_threads_are_off_not_to_use_configure_thread(
+    settings: Settings,
+) -> None:
+    with served(settings) as on:
+        async with connected(on) as client:
+            await create(client, "old")
+            await call(client, "configure_thread", action="archive", name="old")
+    with served(settings.with_overrides(library=False)) as off:
+        async with connected(off) as client:
+            schema = next(t for t in (await client.list_tools()).tools if t.name == "sequentialthinking").input_schema
+            unknown = await refused(client, "sequentialthinking", **FIRST, threads=["a;b"])
+            archived = await refused(client, "sequentialthinking", **FIRST, threads=["old"])
+        counts = off.counts()
+    assert "Threads are off on this server" in schema["properties"]["threads"]["description"]
+    assert unknown == (
+        "thread_not_found",
+        "thread 'a;b' does not exist; threads are off on this server (THOUGHTLINE_LIBRARY=off); "
+        "drop 'threads' from the call.",
+    )
+    assert archived[0] == "thread_archived"
+    assert archived[1].startswith("thread 'old' is archived and takes no new sequences; threads are off")
+    assert "configure_thread" not in unknown[1] + archived[1]
+    assert (counts["sequences"], counts["thoughts"]) == (0, 0)

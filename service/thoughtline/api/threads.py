@@ -13,13 +13,13 @@ from starlette.responses import Response
 
 from thoughtline.api.calls import Call, ok
 from thoughtline.domain.arguments import parse_description, parse_thread_type, require_sequence_id
-from thoughtline.domain.coercion import coerce_bool, coerce_int, one_of, parse_instant, require_confirm
+from thoughtline.domain.coercion import coerce_bool, coerce_int, coerce_str, one_of, parse_instant, require_confirm
 from thoughtline.domain.thread_names import check_name
 from thoughtline.errors import invalid
 from thoughtline.library import threads
 from thoughtline.library.briefing import DEFAULT_EVENTS, MAX_EVENTS, read_briefing
-from thoughtline.library.threads import ThreadChange
-from thoughtline.wire.threads import briefing_json, deleted_json, membership_json, thread_json
+from thoughtline.library.threads import DEFAULT_THREAD_PAGE, MAX_THREAD_PAGE, ThreadChange
+from thoughtline.wire.threads import briefing_json, deleted_json, membership_json, thread_json, thread_page_json
 
 _PATCH_FIELDS = frozenset({"newName", "description", "status", "type"})
 THREAD_STATUSES = ("active", "archived")
@@ -30,10 +30,13 @@ def _name(call: Call) -> str:
 
 
 async def list_threads(call: Call) -> Response:
-    """GET /threads (`includeArchived`)."""
-    include = bool(coerce_bool(call.query(frozenset({"includeArchived"})), "includeArchived"))
-    found = await threads.list_threads(call.store, call.api.periods, call.now_ms, include)
-    return ok({"threads": [thread_json(t) for t in found], "includeArchived": include})
+    """GET /threads (`includeArchived`, `limit`, `cursor`): one page by name, as configure_thread's list."""
+    args = call.query(frozenset({"includeArchived", "limit", "cursor"}))
+    include = bool(coerce_bool(args, "includeArchived"))
+    limit = coerce_int(args, "limit", high=MAX_THREAD_PAGE) or DEFAULT_THREAD_PAGE
+    cursor = coerce_str(args, "cursor", max_chars=500)
+    found = await threads.thread_page(call.store, call.api.periods, call.now_ms, include, limit, cursor)
+    return ok(thread_page_json(found, include))
 
 
 async def create_thread(call: Call) -> Response:

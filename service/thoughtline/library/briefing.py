@@ -43,6 +43,10 @@ from thoughtline.storage.thread_events import EVERY, Scope
 from thoughtline.storage.threads import MemberRow
 
 MAX_DECISIONS = 10
+# A briefing is a bounded catch-up however long a thread has run: the newest open blockers and
+# questions and the most recently updated members are listed, with counts of all of them.
+MAX_OPEN_ITEMS = 10
+MAX_MEMBERS = 20
 MAX_EVENTS = 100
 DEFAULT_EVENTS = 20
 
@@ -70,14 +74,19 @@ class ChangedSince:
     since: int
     new_events: tuple[Event, ...]
     new_event_count: int
-    new_members: tuple[MemberRow, ...]
+    new_members: tuple[MemberRow, ...]  # the newest added, at most MAX_MEMBERS
+    new_member_count: int
     state_then: State
     state_now: State
 
 
 @dataclass(frozen=True)
 class Briefing:
-    """A thread's briefing; every event list is newest first and every event text clipped to 280."""
+    """A thread's briefing; every event list is newest first and every event text clipped to 280.
+
+    `open_blockers` / `open_questions` are the newest MAX_OPEN_ITEMS of those open, the counts say how
+    many are open; `members` are the MAX_MEMBERS most recently updated (`thread.member_count` counts all).
+    """
 
     thread: BriefingThread
     open_blockers: tuple[Event, ...]
@@ -86,6 +95,8 @@ class Briefing:
     latest_conclusion: Event | None
     events: tuple[Event, ...]
     members: tuple[MemberRow, ...]
+    open_blocker_count: int = 0
+    open_question_count: int = 0
     changed_since: ChangedSince | None = None
 
 
@@ -121,10 +132,12 @@ class _Events:
         present = [e for e in events if e is not None]
         return max(present, key=lambda e: (e.at, self.thought(e)), default=None)
 
-    def state(self, life: Lifecycle, scope: Scope = EVERY, latest: Event | None = None) -> tuple[State, OpenItems]:
-        """The reducer's state over the events within `scope`, and the items left open (oldest first).
+    def state(
+        self, life: Lifecycle, scope: Scope = EVERY, latest: Event | None = None
+    ) -> tuple[State, OpenItems, tuple[int, int]]:
+        """The reducer's state, the newest MAX_OPEN_ITEMS of each kind left open (oldest first), and the open counts.
 
-        The open-item rule replays light rows of its four kinds; only the items left open are
+        The open-item rule replays light rows of its four kinds; only the open items shown are
         read in full. The latest outcome is the latest of each outcome kind: blockers and
         questions are among the replayed rows, the others one query each. `latest` may pass
         the newest event of the scope when the caller has read it already.
@@ -142,7 +155,8 @@ class _Events:
             if latest is None:
                 latest = next(iter(self.newest(1, None, scope)), None)
         state = state_of(bool(blockers), bool(questions), outcome, latest.kind if latest else None, life)
-        return state, OpenItems(self._in_full(blockers), self._in_full(questions))
+        shown = OpenItems(self._in_full(blockers[-MAX_OPEN_ITEMS:]), self._in_full(questions[-MAX_OPEN_ITEMS:]))
+        return state, shown, (len(blockers), len(questions))
 
     def _in_full(self, items: Sequence[thread_events.ItemRow]) -> tuple[Event, ...]:
         found = thread_events.events_by_id(self._conn, [r.thought_id for r in items]) if items else []
@@ -177,13 +191,14 @@ def briefing(
     since_ms: int | None = None,
 ) -> Briefing:
     """The briefing of one thread (inside the caller's read snapshot)."""
-    members = thread_store.members(conn, thread.rowid)
+    members = thread_store.members(conn, thread.rowid, MAX_MEMBERS)
     found = _Events(conn, thread.rowid)
     last_ms = thread_store.last_activity(conn, thread)
     life = lifecycle_of(thread, last_ms, now_ms, periods)
     recent = found.newest(events_limit)
     # The newest event is the first of `recent` whenever there is room for one.
-    state, items = found.state(life, latest=recent[0] if recent else None) if events_limit > 0 else found.state(life)
+    latest_event = recent[0] if recent else None
+    state, items, (blocker_count, question_count) = found.state(life, latest=latest_event)
     kinds = thread_events.event_kinds(conn, thread.rowid, TYPE_EVENT_KINDS) if thread.type is None else set()
     kind, kind_set = thread_type(thread.type, kinds)
     blockers = _newest_first(items.blockers)
@@ -206,12 +221,12 @@ def briefing(
         status=thread.status,
         lifecycle=life,
         state=state,
-        member_count=len(members),
+        member_count=thread_store.member_count(conn, thread.rowid),
         last_activity_at=last_ms,
     )
     changed = None
     if since_ms is not None:
-        changed = _changed_since(conn, thread, members, found, since_ms, periods, state, texts.shown(new_events))
+        changed = _changed_since(conn, thread, found, since_ms, periods, state, texts.shown(new_events))
     return Briefing(
         thread=head,
         open_blockers=texts.shown(blockers),
@@ -220,6 +235,8 @@ def briefing(
         latest_conclusion=texts.shown([latest])[0] if latest else None,
         events=texts.shown(recent),
         members=tuple(members),
+        open_blocker_count=blocker_count,
+        open_question_count=question_count,
         changed_since=changed,
     )
 
@@ -239,29 +256,28 @@ async def read_briefing(
 def _changed_since(
     conn: apsw.Connection,
     thread: thread_store.ThreadRow,
-    members: Sequence[MemberRow],
     found: _Events,
     since_ms: int,
     periods: Periods,
     state_now: State,
     new_events: tuple[Event, ...],
 ) -> ChangedSince:
-    """What changed after `since_ms`: new events and members, and the state then and now.
+    """What changed after `since_ms`: new events and members (newest MAX_MEMBERS), and the state then and now.
 
     The state then is the reducer over the events of the sequences that were members by then,
     with the lifecycle as it stood then. An archive is known to predate `since` only when the
     registry entry has not changed since. `new_events` are the shown ones (newest first, limited).
     """
-    new_members = [m for m in members if m.joined_at > since_ms]
     archived_then = thread.archived and thread.updated_at <= since_ms
     last_then = thread_store.last_activity(conn, thread, until_ms=since_ms)
     life_then = lifecycle(archived_then, min(last_then, since_ms), since_ms, periods.dormant_days, periods.closed_days)
-    state_then, _ = found.state(life_then, Scope(until_ms=since_ms, joined_by_ms=since_ms))
+    state_then, _, _ = found.state(life_then, Scope(until_ms=since_ms, joined_by_ms=since_ms))
     return ChangedSince(
         since=since_ms,
         new_events=new_events,
         new_event_count=thread_events.count_events_after(conn, thread.rowid, since_ms),
-        new_members=tuple(sorted(new_members, key=lambda m: m.joined_at, reverse=True)),
+        new_members=tuple(thread_store.members_joined_after(conn, thread.rowid, since_ms, MAX_MEMBERS)),
+        new_member_count=thread_store.member_count(conn, thread.rowid, joined_after_ms=since_ms),
         state_then=state_then,
         state_now=state_now,
     )

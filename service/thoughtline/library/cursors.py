@@ -1,4 +1,4 @@
-"""Signed paging cursors: one signer, a salt per purpose (history, proposals, sequence listing).
+"""Signed paging cursors: one signer, a salt per purpose (history, proposals, sequence and thread listing).
 
 A cursor is an opaque string signed with the store's own secret (`storage.rows.cursor_secret`)
 and a salt that names what it pages, so a cursor that was edited, that comes from another user's
@@ -23,6 +23,7 @@ class Purpose(Enum):
     PROPOSALS = "thoughtline.mcp.proposals.v1"
     SEQUENCES = "thoughtline.sequences.v1"  # the sequence list, most recently updated first
     SEQUENCES_CREATED = "thoughtline.sequences.created.v1"  # the sequence list, oldest created first
+    THREADS = "thoughtline.threads.v1"  # the thread list, by name
 
 
 def issue(secret: str, purpose: Purpose, payload: list[Any]) -> str:

@@ -32,10 +32,11 @@ class SequenceHeader:
 
     sequence: SequenceRow
     child_sequence_ids: tuple[str, ...]
-    threads: tuple[str, ...]
+    threads: tuple[str, ...]  # the first THREADS_SHOWN by name
     branches: tuple[BranchSummary, ...]
     parent_deleted: bool = False
     child_sequence_count: int = 0  # every sub-agent; `child_sequence_ids` lists the first ones only
+    thread_count: int = 0  # every thread it is a member of; `threads` names the first ones only
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ def page(conn: apsw.Connection, inp: HistoryInput) -> HistoryPage:
         branches=tuple(history_store.branch_summaries(conn, seq.rowid)),
         parent_deleted=parent_deleted(conn, seq.parent_public_id),
         child_sequence_count=history_store.child_sequence_count(conn, seq.public_id),
+        thread_count=history_store.thread_count(conn, seq.rowid),
     )
     return HistoryPage(header, tuple(shown), next_cursor)
 

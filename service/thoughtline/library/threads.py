@@ -14,13 +14,15 @@ from dataclasses import dataclass
 
 import apsw
 
-from thoughtline.domain.thread_names import check_new_name
+from thoughtline.domain.thread_names import check_new_name, name_key
 from thoughtline.domain.thread_state import Lifecycle, lifecycle
 from thoughtline.domain.thread_types import TYPE_EVENT_KINDS, ThreadType, TypeSetting, thread_type
-from thoughtline.errors import DomainError
+from thoughtline.errors import DomainError, invalid
+from thoughtline.library import cursors
 from thoughtline.storage import thread_events
 from thoughtline.storage import threads as thread_store
 from thoughtline.storage.router import UserStore
+from thoughtline.storage.rows import cursor_secret
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,20 @@ class MembershipChanged:
     changed: bool
 
 
+# A thread listing is paged: a store may hold thousands of threads (names by the page).
+DEFAULT_THREAD_PAGE = 50
+MAX_THREAD_PAGE = 100
+
+
+@dataclass(frozen=True)
+class ThreadPage:
+    """A page of threads by name, how many there are in all, and the next page's cursor (None on the last)."""
+
+    threads: tuple[ThreadView, ...]
+    thread_count: int
+    next_cursor: str | None
+
+
 def lifecycle_of(thread: thread_store.ThreadRow, last_ms: int, now_ms: int, periods: Periods) -> Lifecycle:
     """A thread's lifecycle from its latest activity, under the configured periods."""
     return lifecycle(thread.archived, last_ms, now_ms, periods.dormant_days, periods.closed_days)
@@ -112,10 +128,36 @@ def view(conn: apsw.Connection, thread: thread_store.ThreadRow, now_ms: int, per
 
 
 async def list_threads(store: UserStore, periods: Periods, now_ms: int, include_archived: bool) -> list[ThreadView]:
-    """Threads by name; archived ones only when asked for."""
+    """Every thread by name; archived ones only when asked for (for the pages' pin choice, not a listing)."""
 
     def read(conn: apsw.Connection) -> list[ThreadView]:
         return [view(conn, t, now_ms, periods) for t in thread_store.list_threads(conn, include_archived)]
+
+    return await store.read(read)
+
+
+async def thread_page(
+    store: UserStore, periods: Periods, now_ms: int, include_archived: bool, limit: int, cursor: str | None
+) -> ThreadPage:
+    """One page of threads by name, the count of all, and the next page's cursor (bound to `include_archived`).
+
+    A store may hold thousands of threads; each page builds the thread objects of its own rows only.
+    """
+
+    def read(conn: apsw.Connection) -> ThreadPage:
+        secret = cursor_secret(conn)
+        after = None
+        if cursor is not None:
+            after, bound = cursors.read(secret, cursors.Purpose.THREADS, cursor, 2)
+            if bound != int(include_archived) or not isinstance(after, str):
+                raise invalid("'cursor' was issued for another 'includeArchived'; pass the same one, or start again.")
+        found = thread_store.list_threads(conn, include_archived, after, limit + 1)
+        shown = found[:limit]
+        token = None
+        if len(found) > limit and shown:
+            token = cursors.issue(secret, cursors.Purpose.THREADS, [name_key(shown[-1].name), int(include_archived)])
+        views = tuple(view(conn, t, now_ms, periods) for t in shown)
+        return ThreadPage(views, thread_store.count_threads(conn, include_archived), token)
 
     return await store.read(read)
 

@@ -49,6 +49,9 @@ def render_transcript(sequence: dict[str, Any], thoughts: list[dict[str, Any]], 
         shown = len(sequence["childSequenceIds"])
         more = f" (the first {shown} are listed in childSequenceIds)" if shown < children else ""
         lines.append(f"Sub-agent sequences: {children}{more}")
+    joined, named = sequence.get("threadCount", 0), len(sequence.get("threads", []))
+    if joined > named:
+        lines.append(f"In {joined} threads (the first {named} by name are listed in threads)")
     for b in sequence["branches"]:
         parent = f"branch {b['parentBranchId']}" if b["parentBranchId"] else "main path"
         lines.append(f"Branch {b['branchId']}: from thought {b['branchFromThought']} of the {parent}")

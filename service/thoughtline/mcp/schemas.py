@@ -18,7 +18,7 @@ from thoughtline.domain.arguments import (
     MAX_THOUGHT_CHARS,
 )
 from thoughtline.domain.coercion import MAX_NUMBER
-from thoughtline.storage.history import CHILDREN_SHOWN
+from thoughtline.storage.history import CHILDREN_SHOWN, THREADS_SHOWN
 
 _NUMBER: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": MAX_NUMBER}
 _SEQ_ID: dict[str, Any] = {"type": "string", "pattern": "^seq_[0-9a-f]{32}$"}
@@ -92,6 +92,19 @@ THOUGHT_INPUT = _obj(
     },
     ["thought", "nextThoughtNeeded", "thoughtNumber", "totalThoughts"],
 )
+
+# With THOUGHTLINE_LIBRARY=off `threads` stays an argument (SPEC §5 keeps sequentialthinking's own
+# arguments), but no tool can create a thread, so its description says to leave it out.
+THOUGHT_INPUT_NO_LIBRARY = {
+    **THOUGHT_INPUT,
+    "properties": {
+        **THOUGHT_INPUT["properties"],
+        "threads": {
+            **THOUGHT_INPUT["properties"]["threads"],
+            "description": "Threads are off on this server (THOUGHTLINE_LIBRARY=off): leave this out.",
+        },
+    },
+}
 
 THOUGHT_OUTPUT = _obj(
     {
@@ -220,7 +233,17 @@ HISTORY_OUTPUT = _obj(
                     "description": "How many sub-agent sequences there are in all. Past the listed ones, each "
                     "sequence's parentSequenceId shows its parent (manage_sequence list, GET /api/v1/sequences).",
                 },
-                "threads": {"type": "array", "items": {"type": "string"}},
+                "threads": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "maxItems": THREADS_SHOWN,
+                    "description": f"The threads it is a member of, by name: the first {THREADS_SHOWN} only.",
+                },
+                "threadCount": {
+                    "type": "integer",
+                    "description": "How many threads it is a member of in all (each thread's briefing and "
+                    "manage_sequence list with thread show its members).",
+                },
                 "branches": {"type": "array", "items": _BRANCH_OUT},
             },
             ["sequenceId", "title", "status", "completed", "thoughtHistoryLength", "branches"],

@@ -13,7 +13,8 @@ import mcp_types as types
 from thoughtline.domain import arguments
 from thoughtline.domain.thread_names import MAX_DESCRIPTION, MAX_NAME
 from thoughtline.domain.thread_types import THREAD_TYPES, TYPE_SETTINGS
-from thoughtline.library.briefing import DEFAULT_EVENTS, MAX_EVENTS
+from thoughtline.library.briefing import DEFAULT_EVENTS, MAX_DECISIONS, MAX_EVENTS, MAX_MEMBERS, MAX_OPEN_ITEMS
+from thoughtline.library.threads import DEFAULT_THREAD_PAGE, MAX_THREAD_PAGE
 from thoughtline.mcp.schema_parts import closed_input, record, tool_annotations
 from thoughtline.mcp.schemas import nullable
 
@@ -33,22 +34,30 @@ LIFECYCLES = ["active", "dormant", "closed"]
 STATES = ["resolved", "blocked", "uncertain", "stable", "ongoing"]
 EVENT_KINDS = [*arguments.EVENT_KINDS, *arguments.DERIVED_EVENT_KINDS]
 
-CONFIGURE_DESCRIPTION = """Create and curate threads: named, long-running topics that group your reasoning sequences.
+CONFIGURE_DESCRIPTION = f"""Create and curate threads: named, long-running topics that group your reasoning sequences.
 
-action: list (includeArchived) | create (name, description) | rename (name, newName) |
+action: list (includeArchived, limit, cursor) | create (name, description) | rename (name, newName) |
 set_description (name, description) | archive | unarchive (name) | delete (name, confirm: true) |
 pin / unpin (name, sequenceId) | set_type (name, type: work, case, relationship or topic; until set,
 a thread's type is derived from its events, and type auto derives it again). Names are 1-64
 characters, unique case-insensitively. A sequence also joins threads when sequentialthinking is
 called with threads: [names]. Deleting a thread never deletes a sequence; archiving keeps its
-members but refuses new ones from sequentialthinking."""
+members but refuses new ones from sequentialthinking. list pages by name: limit (<= {MAX_THREAD_PAGE},
+default {DEFAULT_THREAD_PAGE}) threads a call, threadCount counts them all, and nextCursor (null on the last page)
+continues with the same includeArchived."""
 
-BRIEFING_DESCRIPTION = """Catch up on a thread: its state, open blockers and questions, decisions, latest conclusion,
+BRIEFING_DESCRIPTION = f"""Catch up on a thread: its state, open blockers and questions, decisions, latest conclusion,
 recent events and member sequences.
 
 Events are thoughts of member sequences tagged with sequentialthinking's 'event' (decision, blocker,
 question, ...), plus every final thought (conclusion) and revision (update). Pass since (ISO-8601,
-e.g. your last session) to see what changed after it."""
+e.g. your last session) to see what changed after it.
+
+The briefing stays short however long the thread has run: the newest {MAX_OPEN_ITEMS} open blockers and
+open questions (openBlockerCount / openQuestionCount count all open), the newest {MAX_DECISIONS} decisions,
+eventsLimit events, and the {MAX_MEMBERS} most recently updated members (thread.memberCount counts all;
+manage_sequence action 'list' with thread lists more); with since, the {MAX_MEMBERS} newest of newMembers
+(newMemberCount counts all)."""
 
 NAME_SCHEMA: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_NAME}
 _STATUS: dict[str, Any] = {"type": "string", "enum": ["active", "archived"]}
@@ -98,6 +107,7 @@ MEMBER_OBJECT = record(
 )
 
 _EVENTS: dict[str, Any] = {"type": "array", "items": EVENT_OBJECT}
+_OPEN_ITEMS: dict[str, Any] = {**_EVENTS, "maxItems": MAX_OPEN_ITEMS}
 
 
 def configure_tool() -> types.Tool:
@@ -117,6 +127,14 @@ def configure_tool() -> types.Tool:
                     "description": "What the thread is about; its first sentence is the briefing's headline.",
                 },
                 "includeArchived": {"type": "boolean", "description": "With list: show archived threads too."},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_THREAD_PAGE,
+                    "default": DEFAULT_THREAD_PAGE,
+                    "description": "With list: threads per page.",
+                },
+                "cursor": {"type": "string", "description": "With list: a nextCursor, for the next page."},
                 "confirm": {"type": "boolean", "const": True, "description": "With delete: must be true."},
                 "sequenceId": {"type": "string", "pattern": "^seq_[0-9a-f]{32}$"},
                 "type": {
@@ -131,7 +149,9 @@ def configure_tool() -> types.Tool:
             "type": "object",
             "properties": {
                 "action": {"type": "string", "enum": list(CONFIGURE_ACTIONS)},
-                "threads": {"type": "array", "items": THREAD_OBJECT},
+                "threads": {"type": "array", "items": THREAD_OBJECT, "maxItems": MAX_THREAD_PAGE},
+                "threadCount": {"type": "integer"},
+                "nextCursor": nullable({"type": "string"}),
                 "thread": THREAD_OBJECT,
                 "previousName": {"type": "string"},
                 "deleted": {"type": "boolean"},
@@ -156,11 +176,12 @@ def briefing_tool() -> types.Tool:
             "since": {"type": "string"},
             "newEvents": _EVENTS,
             "newEventCount": {"type": "integer"},
-            "newMembers": {"type": "array", "items": MEMBER_OBJECT},
+            "newMembers": {"type": "array", "items": MEMBER_OBJECT, "maxItems": MAX_MEMBERS},
+            "newMemberCount": {"type": "integer"},
             "stateThen": _STATE,
             "stateNow": _STATE,
         },
-        optional=["since", "newEventCount"],
+        optional=["since", "newEventCount", "newMemberCount"],
     )
     shown = THREAD_OBJECT["properties"]
     thread = record(
@@ -192,12 +213,14 @@ def briefing_tool() -> types.Tool:
         output_schema=record(
             {
                 "thread": thread,
-                "openBlockers": _EVENTS,
-                "openQuestions": _EVENTS,
+                "openBlockers": _OPEN_ITEMS,
+                "openBlockerCount": {"type": "integer"},
+                "openQuestions": _OPEN_ITEMS,
+                "openQuestionCount": {"type": "integer"},
                 "decisions": _EVENTS,
                 "latestConclusion": nullable(EVENT_OBJECT),
                 "events": _EVENTS,
-                "members": {"type": "array", "items": MEMBER_OBJECT},
+                "members": {"type": "array", "items": MEMBER_OBJECT, "maxItems": MAX_MEMBERS},
                 "changedSince": changed,
             },
             optional=["changedSince"],

@@ -12,22 +12,30 @@ from typing import Any
 
 from thoughtline.clock import now_ms
 from thoughtline.domain.arguments import coerce_sequence_id, parse_description, parse_thread_type
-from thoughtline.domain.coercion import coerce_bool, coerce_int, one_of, parse_instant, reject_unknown, require_confirm
+from thoughtline.domain.coercion import (
+    coerce_bool,
+    coerce_int,
+    coerce_str,
+    one_of,
+    parse_instant,
+    reject_unknown,
+    require_confirm,
+)
 from thoughtline.domain.thread_names import check_name
 from thoughtline.domain.thread_types import TYPE_SETTINGS, TypeSetting
 from thoughtline.domain.wording import counted
 from thoughtline.errors import invalid
 from thoughtline.library import threads
 from thoughtline.library.briefing import DEFAULT_EVENTS, MAX_EVENTS, Briefing, read_briefing
-from thoughtline.library.threads import Periods, ThreadChange
+from thoughtline.library.threads import DEFAULT_THREAD_PAGE, MAX_THREAD_PAGE, Periods, ThreadChange
 from thoughtline.mcp.thread_schemas import CONFIGURE_ACTIONS, briefing_tool, configure_tool
 from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolSpec
 from thoughtline.storage.rows import iso
-from thoughtline.wire.threads import briefing_json, deleted_json, thread_json
+from thoughtline.wire.threads import briefing_json, deleted_json, thread_json, thread_page_json
 
 # The arguments each action takes besides `action`; anything else is refused by name.
 _ACTION_FIELDS: dict[str, frozenset[str]] = {
-    "list": frozenset({"includeArchived"}),
+    "list": frozenset({"includeArchived", "limit", "cursor"}),
     "create": frozenset({"name", "description"}),
     "rename": frozenset({"name", "newName"}),
     "set_description": frozenset({"name", "description"}),
@@ -89,8 +97,10 @@ class ThreadTools:
         periods, opened = self._periods, ctx.store
         if action == "list":
             include = bool(coerce_bool(args, "includeArchived"))
-            found = await threads.list_threads(opened, periods, at, include)
-            return {"action": action, "threads": [thread_json(t) for t in found], "includeArchived": include}
+            limit = coerce_int(args, "limit", high=MAX_THREAD_PAGE) or DEFAULT_THREAD_PAGE
+            cursor = coerce_str(args, "cursor", max_chars=500)
+            found = await threads.thread_page(opened, periods, at, include, limit, cursor)
+            return {"action": action, **thread_page_json(found, include)}
         name = thread_name(args)
         if action == "create":
             description = parse_description(args, required=False) or ""
@@ -136,12 +146,18 @@ def _render(result: Mapping[str, Any]) -> str:
     """The readable text of a configure_thread result."""
     action = result["action"]
     if action == "list":
-        found = result["threads"]
+        found, count = result["threads"], result["threadCount"]
         if not found:
+            if count:  # the threads after the cursor were deleted since it was issued
+                return f"No threads on this page; {counted(count, 'thread')} in all."
             return "No threads yet; create one with configure_thread action 'create'."
-        return "\n".join(
-            [f"{len(found)} thread{'s' if len(found) != 1 else ''}:", *(f"- {_thread_line(t)}" for t in found)]
-        )
+        head = f"{counted(count, 'thread')}:"
+        if result["nextCursor"]:
+            head = (
+                f"{counted(count, 'thread')} by name; {len(found)} listed here. For the next page call "
+                f"configure_thread action 'list' with cursor {result['nextCursor']!r}."
+            )
+        return "\n".join([head, *(f"- {_thread_line(t)}" for t in found)])
     if action == "delete":
         return (
             f"Deleted thread {result['name']!r}: {result['removedMemberships']} memberships and "
@@ -170,27 +186,39 @@ def render_briefing(b: Briefing) -> str:
         t.headline,
     ]
 
-    def block(title: str, events: tuple[Any, ...]) -> None:
+    def block(title: str, events: tuple[Any, ...], count: int | None = None) -> None:
         if events:
-            lines.extend(["", title])
+            left_out = (count or 0) - len(events)
+            more = f" (the newest {len(events)} of {count}; {left_out} older left out)" if left_out > 0 else ""
+            lines.extend(["", f"{title}{more}:"])
             lines.extend(f"- {iso(e.at)[:10]} {e.kind}: {e.text} ({e.sequence_id} #{e.thought_number})" for e in events)
 
-    block("Open blockers:", b.open_blockers)
-    block("Open questions:", b.open_questions)
-    block("Decisions:", b.decisions)
+    block("Open blockers", b.open_blockers, b.open_blocker_count)
+    block("Open questions", b.open_questions, b.open_question_count)
+    block("Decisions", b.decisions)
     if b.latest_conclusion is not None:
-        block("Latest conclusion:", (b.latest_conclusion,))
-    block("Recent events:", b.events)
+        block("Latest conclusion", (b.latest_conclusion,))
+    block("Recent events", b.events)
     if b.members:
-        lines.extend(["", "Members:"])
+        lines.extend(["", "Members" + _members_left_out(t.name, len(b.members), t.member_count) + ":"])
         lines.extend(f"- {m.sequence_id} [{m.status}] {m.title} (added by {m.added_by})" for m in b.members)
     changed = b.changed_since
     if changed is not None:
         lines.extend(
             [
                 "",
-                f"Since {iso(changed.since)}: {changed.new_event_count} new events, {len(changed.new_members)} new "
+                f"Since {iso(changed.since)}: {changed.new_event_count} new events, {changed.new_member_count} new "
                 f"members; state {changed.state_then} → {changed.state_now}.",
             ]
         )
     return "\n".join(lines)
+
+
+def _members_left_out(name: str, shown: int, count: int) -> str:
+    """How many members the briefing leaves out and where the rest are listed ('' when none is)."""
+    if count <= shown:
+        return ""
+    return (
+        f" (the {shown} most recently updated of {count}; list the rest with manage_sequence action 'list', "
+        f"thread {name!r}, or page GET /api/v1/sequences?thread=…)"
+    )

@@ -22,7 +22,7 @@ from thoughtline.clock import Clock, now_ms
 from thoughtline.domain import arguments
 from thoughtline.domain.arguments import MAX_BRANCHES, ThoughtInput
 from thoughtline.domain.thinking import render_write
-from thoughtline.errors import InternalError, ThoughtlineError
+from thoughtline.errors import DomainError, InternalError, ThoughtlineError
 from thoughtline.identity import current_principal
 from thoughtline.library.related_open import Related, RelatedOnOpen
 from thoughtline.mcp import history
@@ -32,6 +32,7 @@ from thoughtline.mcp.schemas import (
     HISTORY_INPUT,
     HISTORY_OUTPUT,
     THOUGHT_INPUT,
+    THOUGHT_INPUT_NO_LIBRARY,
     THOUGHT_OUTPUT,
 )
 from thoughtline.storage import thoughts as store
@@ -154,7 +155,12 @@ def _think_handler(library: bool, related: RelatedOnOpen | None) -> Handler:
             written = store.append_thought(conn, inp, at, seq_id, origin, continue_open=library, remember=remember)
             return written, RelatedOnOpen.read_cards(conn, prepared, written)
 
-        result, cards = await ctx.store.write(write)
+        try:
+            result, cards = await ctx.store.write(write)
+        except DomainError as refused:
+            if library:
+                raise
+            raise _without_library(refused) from None
         if isinstance(result, Replayed):
             return ToolOutput(text=result.recorded["text"], structured=result.recorded["structured"])
         found: list[Related] = []
@@ -163,6 +169,21 @@ def _think_handler(library: bool, related: RelatedOnOpen | None) -> Handler:
         return render_written(inp, result, found)
 
     return think
+
+
+# The thread refusals name configure_thread as the fix; with the library off that tool is not
+# registered, so the only fix left is to drop the names.
+THREADS_OFF = "threads are off on this server (THOUGHTLINE_LIBRARY=off); drop 'threads' from the call."
+
+
+def _without_library(refused: DomainError) -> DomainError:
+    """A thread refusal reworded for a server without the thread tools; any other refusal as it is.
+
+    The fix is the part after the message's last '; ' (a thread name may hold one of its own).
+    """
+    if refused.code not in ("thread_not_found", "thread_archived"):
+        return refused
+    return DomainError(refused.code, f"{refused.message.rsplit('; ', 1)[0]}; {THREADS_OFF}")
 
 
 async def _history(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
@@ -249,7 +270,7 @@ def core_tools(
                 "sequentialthinking",
                 "Sequential thinking",
                 THINK_DESCRIPTION,
-                (THOUGHT_INPUT, THOUGHT_OUTPUT),
+                (THOUGHT_INPUT if library else THOUGHT_INPUT_NO_LIBRARY, THOUGHT_OUTPUT),
                 (False, False, False),
                 meta,
             ),

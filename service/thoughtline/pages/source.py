@@ -30,13 +30,13 @@ from thoughtline.library import history, sequences, threads
 from thoughtline.library.badges import thread_badges
 from thoughtline.library.briefing import read_briefing
 from thoughtline.library.review import ProposalReview
-from thoughtline.library.threads import Periods, ThreadChange
+from thoughtline.library.threads import DEFAULT_THREAD_PAGE, Periods, ThreadChange
 from thoughtline.storage.router import StoreRouter, UserStore
 from thoughtline.wire.history import history_json
 from thoughtline.wire.proposals import decision_json
 from thoughtline.wire.proposals import page_json as proposals_json
 from thoughtline.wire.sequences import summary_json
-from thoughtline.wire.threads import briefing_json, thread_json
+from thoughtline.wire.threads import briefing_json, thread_json, thread_page_json
 
 Search = Callable[[UserStore, Mapping[str, Any]], Awaitable[dict[str, Any]]]
 """`(store, search_thoughts arguments) -> structured result`: the library's search, as the API gets it."""
@@ -114,10 +114,16 @@ class Source:
             return await self.search_fn(opened, {"query": query, "by": "sequence", "limit": limit})
 
     async def threads(self, *, include_archived: bool) -> list[dict[str, Any]]:
-        """Threads by name."""
+        """Every thread by name (the pin choice of a sequence page)."""
         async with self._store() as opened:
             found = await threads.list_threads(opened, self.periods, self._now(), include_archived)
         return [thread_json(t) for t in found]
+
+    async def thread_page(self, *, cursor: str | None) -> dict[str, Any]:
+        """One page of every thread (archived too) by name, as GET /api/v1/threads pages them."""
+        async with self._store() as opened:
+            found = await threads.thread_page(opened, self.periods, self._now(), True, DEFAULT_THREAD_PAGE, cursor)
+        return thread_page_json(found, True)
 
     async def briefing(self, name: str) -> dict[str, Any]:
         """A thread's briefing: state, type, open blockers and questions, decisions, events, members."""

@@ -132,6 +132,9 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
             f"<li>{thread_badges([n])}{post_button(session, action + '/unpin', 'Unpin', fields={'thread': n})}</li>"
             for n in member_of
         )
+        left_out = int(sequence.get("threadCount", 0)) - len(member_of)
+        if left_out > 0:  # history names the first threads only; each thread's page can unpin it too
+            unpin += f"<li>and {e(left_out)} more threads</li>"
         choices = "".join(f'<option value="{e(t["name"])}">{e(t["name"])}</option>' for t in threads)
         pin = (
             f'<form method="post" action="{e(action)}/pin" class="inline">{csrf_field(session)}'
@@ -161,8 +164,9 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
 
 
 async def threads_page(request: Request, session: Session, source: Source) -> Response:
-    """/library/threads: every thread with lifecycle, members and pending proposals; create one."""
-    threads = await source.threads(include_archived=True)
+    """/library/threads: threads by name, a page at a time, with lifecycle and members; create one."""
+    found = await source.thread_page(cursor=request.query_params.get("cursor") or None)
+    threads = found["threads"]
     rows = "".join(
         f'<li class="row"><a class="title" href="{thread_href(str(t["name"]))}">{e(t["name"])}</a>'
         f'<span class="meta">{chip(str(t.get("lifecycle", "")), "lifecycle")}'
@@ -181,11 +185,17 @@ async def threads_page(request: Request, session: Session, source: Source) -> Re
         '<button type="submit" class="btn">Create thread</button></form>'
     )
     body = rows or '<li class="empty">No threads yet.</li>'
-    main = f'<h1>Threads</h1><ol class="rows" id="threads">{body}</ol>{create}'
+    nxt = found["nextCursor"]
+    more = f'<p><a href="{href("/library/threads", cursor=nxt)}">Next page</a></p>' if nxt else ""
+    count = f'<p class="count">{e(found["threadCount"])} threads</p>' if nxt else ""
+    main = f'<h1>Threads</h1>{count}<ol class="rows" id="threads">{body}</ol>{more}{create}'
     return document("Threads", main, session=session, current="/library/threads", page="threads")
 
 
-def _events(title: str, events: list[Any], element_id: str) -> str:
+def _events(title: str, events: list[Any], element_id: str, count: int | None = None) -> str:
+    # The briefing lists the newest open items only; the heading says how many are open in all.
+    if count is not None and count > len(events):
+        title += f" (newest {len(events)} of {count})"
     head = f'<section class="panel" aria-labelledby="{element_id}"><h2 id="{element_id}">{e(title)}</h2>'
     if not events:
         return head + "<p>None.</p></section>"
@@ -219,7 +229,10 @@ async def thread_page(request: Request, session: Session, source: Source) -> Res
         f'<p class="headline">{e(thread.get("description", ""))}</p>'
     )
     conclusion = brief.get("latestConclusion")
-    members = "".join(_member_row(session, real, m) for m in brief.get("members", []))
+    listed = brief.get("members", [])
+    members = "".join(_member_row(session, real, m) for m in listed)
+    if int(thread.get("memberCount", 0)) > len(listed):  # the briefing lists the most recently updated only
+        members += f'<li><a href="{href("/library", thread=real)}">All {e(thread["memberCount"])} members</a></li>'
     curate = (
         '<section class="panel" aria-labelledby="curate-h"><h2 id="curate-h">Curate</h2>'
         f'<form method="post" action="{e(base)}/rename" class="inline">{csrf_field(session)}'
@@ -237,8 +250,8 @@ async def thread_page(request: Request, session: Session, source: Source) -> Res
     )
     story = "".join(
         [
-            _events("Open blockers", brief.get("openBlockers", []), "blockers-h"),
-            _events("Open questions", brief.get("openQuestions", []), "questions-h"),
+            _events("Open blockers", brief.get("openBlockers", []), "blockers-h", brief.get("openBlockerCount")),
+            _events("Open questions", brief.get("openQuestions", []), "questions-h", brief.get("openQuestionCount")),
             _events("Decisions", brief.get("decisions", []), "decisions-h"),
             _events("Latest conclusion", [conclusion] if conclusion else [], "conclusion-h"),
             _events("Timeline", brief.get("events", []), "timeline-h"),

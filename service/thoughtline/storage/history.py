@@ -115,15 +115,25 @@ def branch_summaries(conn: apsw.Connection, seq_rowid: int) -> list[BranchSummar
     return [BranchSummary(*row) for row in found]
 
 
+# How many thread names a history header (or a listing's badges) carries; `thread_count` says how
+# many threads the sequence is in, as a sequence may be pinned to any number of them.
+THREADS_SHOWN = 20
+
+
 def thread_names(conn: apsw.Connection, seq_rowid: int) -> list[str]:
-    """Names of the threads a sequence is a confirmed member of."""
+    """Names of the first `THREADS_SHOWN` threads (by name) a sequence is a confirmed member of."""
     found = rows(
         conn,
         "SELECT t.name FROM thread_members m JOIN threads t ON t.id = m.thread "
-        "WHERE m.sequence_id = ? ORDER BY t.name_key",
-        (seq_rowid,),
+        "WHERE m.sequence_id = ? ORDER BY t.name_key LIMIT ?",
+        (seq_rowid, THREADS_SHOWN),
     )
     return [row[0] for row in found]
+
+
+def thread_count(conn: apsw.Connection, seq_rowid: int) -> int:
+    """How many threads a sequence is a confirmed member of (all of them, not only those named)."""
+    return int(rows(conn, "SELECT count(*) FROM thread_members WHERE sequence_id = ?", (seq_rowid,))[0][0])
 
 
 # How many sub-agent ids a history header lists; `child_sequence_count` says how many there are.

@@ -84,14 +84,26 @@ def require_thread(conn: apsw.Connection, name: str) -> ThreadRow:
     return thread
 
 
-def list_threads(conn: apsw.Connection, include_archived: bool) -> list[ThreadRow]:
-    """Threads by name; archived ones only when asked for."""
+def list_threads(
+    conn: apsw.Connection, include_archived: bool, after_key: str | None = None, limit: int | None = None
+) -> list[ThreadRow]:
+    """Threads by name (their folded key, unique); archived ones only when asked for.
+
+    `after_key` starts after that key and `limit` stops after that many, so a page reads only its own rows.
+    """
     found = rows(
         conn,
-        f"SELECT {_THREAD_COLS} FROM threads WHERE ?1 OR status = 'active' ORDER BY name_key",
-        (int(include_archived),),
+        f"SELECT {_THREAD_COLS} FROM threads WHERE (?1 OR status = 'active') AND (?2 IS NULL OR name_key > ?2) "
+        "ORDER BY name_key LIMIT ?3",
+        (int(include_archived), after_key, -1 if limit is None else limit),
     )
     return [ThreadRow(*r) for r in found]
+
+
+def count_threads(conn: apsw.Connection, include_archived: bool) -> int:
+    """How many threads `list_threads` would list in all."""
+    found = rows(conn, "SELECT count(*) FROM threads WHERE ?1 OR status = 'active'", (int(include_archived),))
+    return int(found[0][0])
 
 
 def last_activity(conn: apsw.Connection, thread: ThreadRow, until_ms: int | None = None) -> int:
@@ -232,16 +244,39 @@ def remove_member(conn: apsw.Connection, thread_rowid: int, seq_rowid: int, now_
     return removed
 
 
-def members(conn: apsw.Connection, thread_rowid: int) -> list[MemberRow]:
-    """Confirmed members, most recently updated first."""
+_MEMBER_COLS = "s.id, s.public_id, s.title, s.status, s.updated_at, m.added_by, m.created_at"
+
+
+def members(conn: apsw.Connection, thread_rowid: int, limit: int | None = None) -> list[MemberRow]:
+    """Confirmed members, most recently updated first; the `limit` first when given."""
     found = rows(
         conn,
-        "SELECT s.id, s.public_id, s.title, s.status, s.updated_at, m.added_by, m.created_at "
-        "FROM thread_members m JOIN sequences s ON s.id = m.sequence_id WHERE m.thread = ? "
-        "ORDER BY s.updated_at DESC, s.id DESC",
-        (thread_rowid,),
+        f"SELECT {_MEMBER_COLS} FROM thread_members m JOIN sequences s ON s.id = m.sequence_id WHERE m.thread = ? "
+        "ORDER BY s.updated_at DESC, s.id DESC LIMIT ?",
+        (thread_rowid, -1 if limit is None else limit),
     )
     return [MemberRow(*r) for r in found]
+
+
+def members_joined_after(conn: apsw.Connection, thread_rowid: int, after_ms: int, limit: int) -> list[MemberRow]:
+    """The `limit` memberships added after `after_ms`, newest added first."""
+    found = rows(
+        conn,
+        f"SELECT {_MEMBER_COLS} FROM thread_members m JOIN sequences s ON s.id = m.sequence_id "
+        "WHERE m.thread = ? AND m.created_at > ? ORDER BY m.created_at DESC, s.id DESC LIMIT ?",
+        (thread_rowid, after_ms, limit),
+    )
+    return [MemberRow(*r) for r in found]
+
+
+def member_count(conn: apsw.Connection, thread_rowid: int, joined_after_ms: int | None = None) -> int:
+    """How many members a thread has (those added after `joined_after_ms` when given)."""
+    found = rows(
+        conn,
+        "SELECT count(*) FROM thread_members WHERE thread = ?1 AND (?2 IS NULL OR created_at > ?2)",
+        (thread_rowid, joined_after_ms),
+    )
+    return int(found[0][0])
 
 
 def sequence_rowid(conn: apsw.Connection, public_id: str) -> int | None:

@@ -30,6 +30,7 @@ def header_json(header: SequenceHeader) -> dict[str, Any]:
         "childSequenceIds": list(header.child_sequence_ids),
         "childSequenceCount": header.child_sequence_count,
         "threads": list(header.threads),
+        "threadCount": header.thread_count,
         "branches": [
             {
                 "branchId": b.name,

@@ -6,7 +6,7 @@ from typing import Any
 
 from thoughtline.domain.thread_state import Event
 from thoughtline.library.briefing import Briefing, BriefingThread, ChangedSince
-from thoughtline.library.threads import MembershipChanged, ThreadChanged, ThreadDeleted, ThreadView
+from thoughtline.library.threads import MembershipChanged, ThreadChanged, ThreadDeleted, ThreadPage, ThreadView
 from thoughtline.storage.rows import iso
 from thoughtline.storage.threads import MemberRow
 
@@ -29,6 +29,16 @@ def thread_json(t: ThreadView) -> dict[str, Any]:
         "createdAt": iso(t.created_at),
         "updatedAt": iso(t.updated_at),
         "lastActivityAt": iso(t.last_activity_at),
+    }
+
+
+def thread_page_json(page: ThreadPage, include_archived: bool) -> dict[str, Any]:
+    """A page of the thread list: the threads, how many in all, the next page's cursor."""
+    return {
+        "threads": [thread_json(t) for t in page.threads],
+        "threadCount": page.thread_count,
+        "nextCursor": page.next_cursor,
+        "includeArchived": include_archived,
     }
 
 
@@ -102,6 +112,7 @@ def _changed_since(c: ChangedSince) -> dict[str, Any]:
         "newEvents": [event_json(e) for e in c.new_events],
         "newEventCount": c.new_event_count,
         "newMembers": [member_json(m) for m in c.new_members],
+        "newMemberCount": c.new_member_count,
         "stateThen": c.state_then,
         "stateNow": c.state_now,
     }
@@ -112,7 +123,9 @@ def briefing_json(b: Briefing) -> dict[str, Any]:
     result: dict[str, Any] = {
         "thread": _briefing_thread(b.thread),
         "openBlockers": [event_json(e) for e in b.open_blockers],
+        "openBlockerCount": b.open_blocker_count,
         "openQuestions": [event_json(e) for e in b.open_questions],
+        "openQuestionCount": b.open_question_count,
         "decisions": [event_json(e) for e in b.decisions],
         "latestConclusion": None if b.latest_conclusion is None else event_json(b.latest_conclusion),
         "events": [event_json(e) for e in b.events],
