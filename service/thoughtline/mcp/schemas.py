@@ -160,6 +160,13 @@ THOUGHT_OUTPUT = _obj(
     closed=False,
 )
 
+# Without related earlier reasoning (THOUGHTLINE_LIBRARY=off or THOUGHTLINE_RELATED=off) no result
+# carries `related`, so the schema does not offer it.
+THOUGHT_OUTPUT_NO_RELATED = {
+    **THOUGHT_OUTPUT,
+    "properties": {k: v for k, v in THOUGHT_OUTPUT["properties"].items() if k != "related"},
+}
+
 HISTORY_INPUT = _obj(
     {
         "sequenceId": _SEQ_ID,
