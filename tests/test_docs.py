@@ -148,6 +148,15 @@ def test_the_tools_marked_library_are_the_ones_library_off_removes(tmp_path: Pat
     assert "manage_sequence" in names(False)
 
 
+def test_make_eval_runs_the_search_measurement_the_readme_reports() -> None:
+    # The README's table has a "with alternatives" column; `make eval` once measured only the other.
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("\neval:", 1)[1].split("\n\n", 1)[0]
+    [measured] = re.findall(r"Measured with `python -m (bench\.eval_reasoning [^`]+)`", README)
+    run = next(line for line in recipe.splitlines() if "bench.eval_reasoning" in line).split()
+    assert set(measured.split()) <= set(run), (measured, run)
+
+
 def test_server_json_matches_the_package() -> None:
     server = json.loads((ROOT / "server.json").read_text())
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
