@@ -77,8 +77,9 @@ test: browser-check node-check lint typecheck $(SAM_STAMP)
 bench: $(DEV_STAMP)
 	$(BIN)/python -m bench.run
 
+# --alternatives both: each split alone and with its agent-written alternatives, the README's two columns.
 eval: $(STAMP)
-	$(BIN)/python -m bench.eval_reasoning --splits dev,test --locomo
+	$(BIN)/python -m bench.eval_reasoning --splits dev,test --alternatives both --locomo
 	$(BIN)/python -m bench.eval_related --splits train,dev,test
 	$(BIN)/python -m bench.eval_threads
 

@@ -277,6 +277,14 @@ def test_serve_with_a_retention_no_store_could_open_with_is_refused_before_it_st
     assert not data.exists()
 
 
+def test_serve_with_an_unknown_log_level_is_refused_naming_the_levels(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    result = cli("serve", env={"THOUGHTLINE_DATA_DIR": str(data), "THOUGHTLINE_LOG_LEVEL": "trace"})
+    assert result.returncode == 2
+    refused(result, "THOUGHTLINE_LOG_LEVEL='trace' is not a log level", "debug, info, warning, error, critical")
+    assert not data.exists()
+
+
 def test_reindex_of_a_data_dir_that_does_not_exist_is_refused_not_a_success(tmp_path: Path) -> None:
     refused(cli("reindex", "--data-dir", str(tmp_path / "nowhere")), "no data directory at")
     assert not (tmp_path / "nowhere").exists()

@@ -82,6 +82,7 @@ def test_an_unset_token_closes_the_bearer_door_and_says_why() -> None:
         ("THOUGHTLINE_HEADER_TIMEOUT_SECONDS", "1" + "0" * 400),
         ("THOUGHTLINE_BODY_TIMEOUT_SECONDS", "1" + "0" * 400),
         ("THOUGHTLINE_REGISTRATIONS_PER_HOUR", "1" + "0" * 400),
+        ("THOUGHTLINE_LOG_LEVEL", "bogus"),
     ],
 )
 def test_unusable_values_are_refused_naming_the_variable(name: str, value: str) -> None:
@@ -114,3 +115,15 @@ def test_a_public_url_with_a_path_is_refused_at_start_with_the_origin_to_use(val
 def test_the_public_url_is_kept_as_a_lower_case_origin() -> None:
     settings = Settings.from_env({"THOUGHTLINE_PUBLIC_URL": " HTTPS://Thoughts.Example.com:8443/ "})
     assert settings.public_url == "https://thoughts.example.com:8443"
+
+
+@pytest.mark.parametrize("value", ["bogus", "trace"])
+def test_an_unknown_log_level_is_refused_naming_the_levels_it_can_be(value: str) -> None:
+    # It used to pass here and crash `serve` with a traceback from logging.basicConfig.
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env({"THOUGHTLINE_LOG_LEVEL": value})
+    assert str(refused.value) == (
+        f"THOUGHTLINE_LOG_LEVEL={value!r} is not a log level; set it to one of "
+        "debug, info, warning, error, critical (default info)."
+    )
+    assert Settings.from_env({"THOUGHTLINE_LOG_LEVEL": " Warning "}).log_level == "warning"

@@ -133,6 +133,30 @@ def test_every_tool_the_server_lists_is_in_the_readme(tmp_path: Path) -> None:
     assert sorted(listed) == sorted(names)
 
 
+def test_the_tools_marked_library_are_the_ones_library_off_removes(tmp_path: Path) -> None:
+    def names(library: bool) -> set[str]:
+        settings = Settings(data_dir=tmp_path / str(library), api_token="t" * 40, library=library)
+        return {tool.name for tool in create_app(settings).state.registry.tools}
+
+    tools_section = README.split("## Tools", 1)[1].split("\n## ", 1)[0]
+    marked = set(re.findall(r"^\| `([a-z_]+)` \| [a-z]+ \(library\) \|", tools_section, flags=re.MULTILINE))
+    assert marked == names(True) - names(False)
+    # manage_sequence stays with the library off (only its `list` goes): server.json must not say otherwise.
+    server = json.loads((ROOT / "server.json").read_text())
+    [library] = [v for v in server["packages"][0]["environmentVariables"] if v["name"] == "THOUGHTLINE_LIBRARY"]
+    assert "lifecycle" not in library["description"]
+    assert "manage_sequence" in names(False)
+
+
+def test_make_eval_runs_the_search_measurement_the_readme_reports() -> None:
+    # The README's table has a "with alternatives" column; `make eval` once measured only the other.
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("\neval:", 1)[1].split("\n\n", 1)[0]
+    [measured] = re.findall(r"Measured with `python -m (bench\.eval_reasoning [^`]+)`", README)
+    run = next(line for line in recipe.splitlines() if "bench.eval_reasoning" in line).split()
+    assert set(measured.split()) <= set(run), (measured, run)
+
+
 def test_server_json_matches_the_package() -> None:
     server = json.loads((ROOT / "server.json").read_text())
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]

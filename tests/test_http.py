@@ -114,6 +114,17 @@ def test_modern_endpoint_refuses_a_2025_handshake_with_32022(server: ThreadServe
     assert error["data"]["supported"] == ["2026-07-28"]
     assert "/mcp-compat" in error["message"]
     assert response.json()["id"] == 1
+    # The 2025 handshake names its version in params, before any header: that is what it asked for.
+    assert error["data"]["requested"] == "2025-06-18"
+    assert "'2025-06-18' (initialize's protocolVersion)" in error["message"]
+
+
+def test_modern_endpoint_says_a_request_without_any_version_sent_no_header(server: ThreadServer) -> None:
+    body = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    response = httpx.post(server.base_url + "/mcp", json=body, headers={**MCP_HEADERS, **AUTH})
+    error = response.json()["error"]
+    assert (response.status_code, error["code"], error["data"]["requested"]) == (400, -32022, None)
+    assert "(no MCP-Protocol-Version header)" in error["message"]
 
 
 def test_compat_endpoint_serves_the_2025_handshake(server: ThreadServer) -> None:

@@ -23,7 +23,8 @@ from starlette.routing import Route
 
 from tests.oauth_support import running_stack, serve
 from tests.pages_support import Library, plant_proposals, running_library, seed
-from tests.support import CHROMIUM, CHROMIUM_ARGS, mcp_client
+from tests.support import CHROMIUM, CHROMIUM_ARGS, TOKEN, mcp_client
+from tests.test_app_ui_depth import CAP, LEVELS, chained_branches
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -215,3 +216,24 @@ async def test_keyboard_alone_reaches_every_action(tmp_path: Path) -> None:
             await page.keyboard.press("Tab")
         await page.keyboard.press("Enter")
         await expect(page.locator("#proposals")).to_contain_text("Nothing to review")
+
+
+async def test_a_sequence_page_with_deeply_chained_branches_keeps_every_thought_in_view(tmp_path: Path) -> None:
+    # The page draws with the App's renderer (ui/render.js): indentation stops at its cap.
+    async with running_library(tmp_path) as library, chromium() as browser:
+        async with mcp_client(library.url, TOKEN) as client:
+            sequence_id = None
+            for args in chained_branches():
+                sent = args if sequence_id is None else {**args, "sequenceId": sequence_id}
+                sequence_id = (await client.call_tool("sequentialthinking", sent)).structured_content["sequenceId"]
+        page = await signed_in_page(browser, library)
+        await page.set_viewport_size({"width": 820, "height": 900})
+        await page.goto(library.url + f"/library/sequences/{sequence_id}")
+        await expect(page.locator("#process li.step")).to_have_count(LEVELS + 2)
+        await page.get_by_role("button", name="Expand all").click()
+        widths = await page.locator("#process li.step .text").evaluate_all(
+            "items => items.map(t => t.getBoundingClientRect().width)"
+        )
+        assert await page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") == 0
+        assert min(widths) >= max(widths) - 6 * 18  # at most the capped indent narrower than main's
+        assert await page.locator("#process li.fork .chip.depth").count() == LEVELS - CAP

@@ -152,6 +152,22 @@ async def test_nothing_is_suggested_when_switched_off(tmp_path: Path, changes: d
     assert all("Related earlier reasoning" not in call["text"] for call in opening)
 
 
+@pytest.mark.parametrize(
+    ("changes", "offered"),
+    [({}, True), ({"library": False}, False), ({"related": False}, False)],
+    ids=["on", "library-off", "related-off"],
+)
+async def test_the_tool_offers_related_only_where_it_can_be_returned(
+    tmp_path: Path, changes: dict[str, Any], offered: bool
+) -> None:
+    with serve(tmp_path, **changes) as server:
+        async with mcp_client(server.base_url, TOKEN) as client:
+            [tool] = [t for t in (await client.list_tools()).tools if t.name == "sequentialthinking"]
+    assert tool.output_schema is not None
+    assert ("related" in tool.output_schema["properties"]) is offered
+    assert ("`related`" in (tool.description or "")) is offered
+
+
 async def test_another_users_sequences_are_never_suggested(tmp_path: Path) -> None:
     async with running_stack(tmp_path) as stack:
         async with mcp_client(stack.thoughtline.url, OWNER_TOKEN) as owner:

@@ -322,3 +322,20 @@ async def test_write_and_history_tools_link_the_app_resource_which_is_served(cli
     assert getattr(content, "text", "").lstrip().lower().startswith("<!doctype html>")
     assert content.meta is not None
     assert content.meta["ui"]["csp"]["connectDomains"] == []
+
+
+async def test_the_thread_and_kind_limits_the_schema_states_are_the_ones_enforced(client: Client) -> None:
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    props = tools["sequentialthinking"].input_schema["properties"]
+    assert (props["threads"]["maxItems"], props["threads"]["items"]["maxLength"]) == (16, 64)
+    assert (props["kind"]["minLength"], props["kind"]["maxLength"]) == (1, 64)
+    assert await error_code(await think(client, threads=["t" * 64] * 16)) == "thread_not_found"
+    too_many = await think(client, threads=[f"t{i}" for i in range(17)])
+    assert await error_code(too_many) == "invalid_input"
+    assert "at most 16 per call" in text(too_many)
+    # No thread can have a 65-character name, so "create it first" would be advice that cannot work.
+    too_long = await think(client, threads=["ok", "y" * 65])
+    assert await error_code(too_long) == "invalid_input"
+    assert "thread names are at most 64 characters" in text(too_long)
+    assert "configure_thread" not in text(too_long)
+    assert await error_code(await think(client, kind="")) == "invalid_input"

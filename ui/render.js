@@ -147,6 +147,7 @@ const ThoughtlineRender = (() => {
       summary.append(el("span", "ord", `#${t.index}`));
       summary.append(el("span", "num", `${t.thoughtNumber}/${t.totalThoughts}`));
       if (branchId) summary.append(chip("branch", branchId, lane ? lane.color : 1));
+      if (lane && lane.depth > MAX_INDENT) summary.append(chip("depth", `level ${lane.depth}`));
       if (bool(t.isRevision)) summary.append(chip("revision", `revises ${t.revisesThought}`));
       if (revisedBy.has(t.index)) summary.append(chip("revised", "revised"));
       if (eventLabel(t.event)) summary.append(chip("event", eventLabel(t.event)));
@@ -184,6 +185,7 @@ const ThoughtlineRender = (() => {
     li.dataset.forkIndex = lane.forkIndex === null ? "" : String(lane.forkIndex);
     paintLane(li, lane);
     li.append(el("span", "forkmark", `↳ ${branchId}`));
+    if (lane.depth > MAX_INDENT) li.append(" ", chip("depth", `level ${lane.depth}`));
     const parent = lane.parentBranchId || "main";
     const from = lane.forkIndex !== null ? byIndex.get(lane.forkIndex) : null;
     li.append(document.createTextNode(` forks from ${parent}${lane.branchFromThought ? ` at thought ${lane.branchFromThought}` : ""} · `));
@@ -191,8 +193,14 @@ const ThoughtlineRender = (() => {
     return li;
   }
 
+  // A sequence may chain up to 100 branches, each forked from the last: one indent per level put
+  // a deep thought's text past the card's edge, in a column of zero width. Past MAX_INDENT levels
+  // a row keeps the rails of its nearest MAX_INDENT + 1 lanes, stops moving right, and says its
+  // depth in a "level N" label instead.
+  const MAX_INDENT = 6;
+
   function paintLane(li, lane) {
-    const colors = lane ? lane.rails : [0];
+    const colors = (lane ? lane.rails : [0]).slice(-(MAX_INDENT + 1));
     li.style.setProperty("--depth", String(colors.length - 1));
     li.style.setProperty("--lane", `var(--lane-${colors[colors.length - 1]})`);
     li.style.setProperty("--rails", colors.map((c, i) => {

@@ -78,8 +78,25 @@ def ensure_token(settings: Settings, out: TextIO) -> tuple[Settings, str]:
     return settings.with_overrides(api_token=token), f"$(cat {shlex.quote(str(path))})"
 
 
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")  # noqa: S104 - compared with, not bound
+
+
+def connect_base(settings: Settings) -> str:
+    """The origin the printed connect lines name: one the server's own Host check accepts.
+
+    A wildcard bind address (0.0.0.0) is no address a client can send as its Host, and the check
+    refuses it; the public URL, else the first ALLOWED_HOSTNAMES name, else loopback is named instead.
+    """
+    if settings.public_url:
+        return settings.public_url
+    host = settings.host
+    if host in WILDCARD_HOSTS:
+        host = settings.allowed_hostnames[0] if settings.allowed_hostnames else "127.0.0.1"
+    return f"http://{f'[{host}]' if ':' in host else host}:{settings.port}"
+
+
 def _connect_help(settings: Settings, token_expr: str, out: TextIO) -> None:
-    base = settings.public_url or f"http://{settings.host}:{settings.port}"
+    base = connect_base(settings)
     # `--scope user`: the default (local) scope registers the server for this directory only.
     print(
         "\nThoughtline is starting (Ctrl-C stops it).\n"
@@ -89,6 +106,14 @@ def _connect_help(settings: Settings, token_expr: str, out: TextIO) -> None:
         f'--header "Authorization: Bearer {token_expr}"\n',
         file=out,
     )
+    if settings.host in WILDCARD_HOSTS and not (settings.public_url or settings.allowed_hostnames):
+        # Listening on every interface, yet the Host check accepts loopback names only (web/guards.py).
+        print(
+            f"  Note: listening on all interfaces ({settings.host or 'any'}), but only requests to 127.0.0.1 or "
+            "localhost are accepted. For other machines to connect, set ALLOWED_HOSTNAMES to this machine's "
+            "name or IP (e.g. ALLOWED_HOSTNAMES=thoughts.lan), or THOUGHTLINE_PUBLIC_URL behind a proxy.\n",
+            file=out,
+        )
 
 
 def _library_link(settings: Settings, out: TextIO) -> None:

@@ -40,6 +40,9 @@ MAX_REGISTRATIONS_PER_HOUR = 1_000_000
 _WHOLE = re.compile(r"-?[0-9]+")
 
 Journal = Literal["wal", "truncate"]
+# The levels both Python's logging and uvicorn know by these names (uvicorn's "trace" is not a
+# logging level: `logging.basicConfig` raised on it at start, after validation had passed).
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 
 class SettingsError(ValueError):
@@ -179,6 +182,12 @@ class Settings:
                 f"THOUGHTLINE_THREAD_CLOSED_DAYS={closed:g} is shorter than THOUGHTLINE_THREAD_DORMANT_DAYS="
                 f"{dormant:g}; a thread goes dormant before it closes, so set closed to {dormant:g} or more."
             )
+        log_level = environ.get("THOUGHTLINE_LOG_LEVEL", "").strip().lower() or "info"
+        if log_level not in LOG_LEVELS:
+            raise SettingsError(
+                f"THOUGHTLINE_LOG_LEVEL={log_level[:40]!r} is not a log level; set it to one of "
+                f"{', '.join(LOG_LEVELS)} (default info)."
+            )
         owner_id = environ.get("THOUGHTLINE_OWNER_ID", "").strip() or None
         if owner_id is not None and not (owner_id.isascii() and owner_id.isdigit() and int(owner_id) > 0):
             raise SettingsError(
@@ -215,7 +224,7 @@ class Settings:
             index_memory_mb=_int(environ, "THOUGHTLINE_INDEX_MEMORY_MB", DEFAULT_INDEX_MEMORY_MB, minimum=1),
             related_memory_mb=_int(environ, "THOUGHTLINE_RELATED_MEMORY_MB", DEFAULT_RELATED_MEMORY_MB, minimum=1),
             malloc_arenas=_int(environ, "THOUGHTLINE_MALLOC_ARENAS", DEFAULT_MALLOC_ARENAS, maximum=MAX_MALLOC_ARENAS),
-            log_level=environ.get("THOUGHTLINE_LOG_LEVEL", "").strip().lower() or "info",
+            log_level=log_level,
             thread_dormant_days=dormant,
             thread_closed_days=closed,
             max_connections=_int(environ, "THOUGHTLINE_MAX_CONNECTIONS", 512, minimum=8),

@@ -20,7 +20,7 @@ from thoughtline.domain.coercion import (
     one_of,
     reject_unknown,
 )
-from thoughtline.domain.thread_names import MAX_DESCRIPTION
+from thoughtline.domain.thread_names import MAX_DESCRIPTION, MAX_NAME
 from thoughtline.domain.thread_state import DerivedEventKind, TaggedEventKind
 from thoughtline.domain.thread_types import TYPE_SETTINGS, TypeSetting
 from thoughtline.domain.visible_text import check_label, describe_character, invisible_character, shows_something
@@ -248,6 +248,13 @@ def _parse_threads(value: Any) -> tuple[str, ...]:
         raise invalid("'threads' must be a list of existing thread names, e.g. [\"billing-migration\"].")
     if len(value) > MAX_THREADS_PER_CALL:
         raise invalid(f"'threads' names {len(value)} threads; at most {MAX_THREADS_PER_CALL} per call.")
+    # Said here, not as "does not exist ... create it first": no thread can have such a name.
+    too_long = next((v for v in value if len(v.strip()) > MAX_NAME), None)
+    if too_long is not None:
+        raise invalid(
+            f"'threads' names a thread of {len(too_long.strip())} characters; thread names are at most "
+            f"{MAX_NAME} characters, so no thread has this one; name an existing thread or drop it from 'threads'."
+        )
     return tuple(dict.fromkeys(v.strip() for v in value))
 
 

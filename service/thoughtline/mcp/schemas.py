@@ -14,10 +14,13 @@ from thoughtline.domain.arguments import (
     MAX_BRANCH_ID_CHARS,
     MAX_HISTORY_CHARS,
     MAX_HISTORY_LIMIT,
+    MAX_KIND_CHARS,
     MAX_REQUEST_ID_CHARS,
     MAX_THOUGHT_CHARS,
+    MAX_THREADS_PER_CALL,
 )
 from thoughtline.domain.coercion import MAX_NUMBER
+from thoughtline.domain.thread_names import MAX_NAME
 from thoughtline.storage.history import CHILDREN_SHOWN, THREADS_SHOWN
 
 _NUMBER: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": MAX_NUMBER}
@@ -70,8 +73,9 @@ THOUGHT_INPUT = _obj(
         },
         "threads": {
             "type": "array",
-            "items": {"type": "string", "minLength": 1},
-            "description": "Existing thread names this sequence belongs to.",
+            "items": {"type": "string", "minLength": 1, "maxLength": MAX_NAME},
+            "maxItems": MAX_THREADS_PER_CALL,
+            "description": f"Existing thread names this sequence belongs to, at most {MAX_THREADS_PER_CALL} per call.",
         },
         "parentSequenceId": {
             **_SEQ_ID,
@@ -80,7 +84,8 @@ THOUGHT_INPUT = _obj(
         },
         "kind": {
             "type": "string",
-            "maxLength": 64,
+            "minLength": 1,
+            "maxLength": MAX_KIND_CHARS,
             "description": "Free label of the sequence, e.g. 'plan' or 'debug'. Set once: later calls may repeat it, "
             "not change it.",
         },
@@ -154,6 +159,13 @@ THOUGHT_OUTPUT = _obj(
     ["sequenceId", "thoughtNumber", "totalThoughts", "nextThoughtNeeded", "branches", "thoughtHistoryLength"],
     closed=False,
 )
+
+# Without related earlier reasoning (THOUGHTLINE_LIBRARY=off or THOUGHTLINE_RELATED=off) no result
+# carries `related`, so the schema does not offer it.
+THOUGHT_OUTPUT_NO_RELATED = {
+    **THOUGHT_OUTPUT,
+    "properties": {k: v for k, v in THOUGHT_OUTPUT["properties"].items() if k != "related"},
+}
 
 HISTORY_INPUT = _obj(
     {

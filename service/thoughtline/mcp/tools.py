@@ -34,6 +34,7 @@ from thoughtline.mcp.schemas import (
     THOUGHT_INPUT,
     THOUGHT_INPUT_NO_LIBRARY,
     THOUGHT_OUTPUT,
+    THOUGHT_OUTPUT_NO_RELATED,
 )
 from thoughtline.storage import thoughts as store
 from thoughtline.storage.db import StorageError
@@ -215,7 +216,9 @@ Use it for problems that need planning, revision or exploring alternatives. Call
   A sequence holds at most {MAX_BRANCHES} branches.
 - Pass a new requestId (any unique string) on every call and reuse it to retry: the same id and arguments
   return the original result without writing again, so a retry after an error or a lost answer is exact.
-Read a sequence back with get_thought_history. On a new sequence's second thought the result may name
+Read a sequence back with get_thought_history."""
+# Said only where the server suggests related earlier reasoning (library on, THOUGHTLINE_RELATED on).
+RELATED_NOTE = """ On a new sequence's second thought the result may name
 earlier sequences of yours on the same problem (`related`): read them before repeating their work."""
 
 HISTORY_DESCRIPTION = """Read back a stored reasoning sequence, oldest first by default, one page at a time.
@@ -264,17 +267,21 @@ def core_tools(
     and nothing is suggested. `related` suggests earlier sequences on a new one's second thought.
     """
     meta = dict(ui_meta) if ui_meta else None
+    related = related if library else None
     return [
         ToolSpec(
             _declare(
                 "sequentialthinking",
                 "Sequential thinking",
-                THINK_DESCRIPTION,
-                (THOUGHT_INPUT if library else THOUGHT_INPUT_NO_LIBRARY, THOUGHT_OUTPUT),
+                THINK_DESCRIPTION + (RELATED_NOTE if related is not None else ""),
+                (
+                    THOUGHT_INPUT if library else THOUGHT_INPUT_NO_LIBRARY,
+                    THOUGHT_OUTPUT if related is not None else THOUGHT_OUTPUT_NO_RELATED,
+                ),
                 (False, False, False),
                 meta,
             ),
-            _think_handler(library, related if library else None),
+            _think_handler(library, related),
         ),
         ToolSpec(
             _declare(

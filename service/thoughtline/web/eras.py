@@ -36,6 +36,15 @@ def _request_id(message: Any) -> Any:
     return None
 
 
+def _initialize_version(message: Any) -> str | None:
+    """The protocolVersion an `initialize` request's params name, when it names one as a string."""
+    if isinstance(message, dict) and message.get("method") == "initialize":
+        params = message.get("params")
+        if isinstance(params, dict) and isinstance(params.get("protocolVersion"), str):
+            return str(params["protocolVersion"])
+    return None
+
+
 def _header_version(scope: Scope) -> str | None:
     return next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"mcp-protocol-version"), None)
 
@@ -81,8 +90,15 @@ class ModernOnly:
         if version in MODERN_PROTOCOL_VERSIONS or scope.get("method") != "POST":
             await self._app(scope, receive, send)
             return
+        if version is not None:
+            said = f"{version[:40]!r} (MCP-Protocol-Version header)"
+        else:
+            # A 2025 client's first request is `initialize` with the version in its params and no
+            # header yet: report what it asked for, not that it sent nothing.
+            version = _initialize_version(scope.get(MESSAGE_KEY))
+            said = f"{version[:40]!r} (initialize's protocolVersion)" if version else "(no MCP-Protocol-Version header)"
         message = (
-            f"Unsupported protocol version {version or '(none sent)'}: this endpoint serves "
+            f"Unsupported protocol version {said}: this endpoint serves "
             f"{', '.join(MODERN_PROTOCOL_VERSIONS)} only. 2025-era clients (initialize handshake) "
             f"should connect to {self._compat} instead."
         )
