@@ -34,7 +34,7 @@ async def list_threads(call: Call) -> Response:
     args = call.query(frozenset({"includeArchived", "limit", "cursor"}))
     include = bool(coerce_bool(args, "includeArchived"))
     limit = coerce_int(args, "limit", high=MAX_THREAD_PAGE) or DEFAULT_THREAD_PAGE
-    cursor = coerce_str(args, "cursor", max_chars=500)
+    cursor = coerce_str(args, "cursor", max_chars=threads.MAX_THREAD_CURSOR)
     found = await threads.thread_page(call.store, call.api.periods, call.now_ms, include, limit, cursor)
     return ok(thread_page_json(found, include))
 

@@ -91,6 +91,9 @@ class MembershipChanged:
 # A thread listing is paged: a store may hold thousands of threads (names by the page).
 DEFAULT_THREAD_PAGE = 50
 MAX_THREAD_PAGE = 100
+# A list cursor carries a thread's folded name: 64 characters can fold to over 1,100 (NFKC expands
+# U+FDFA to 18), so the cursor of the longest name is far past the 500 other cursors are held to.
+MAX_THREAD_CURSOR = 4096
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,7 @@ class ThreadTools:
         if action == "list":
             include = bool(coerce_bool(args, "includeArchived"))
             limit = coerce_int(args, "limit", high=MAX_THREAD_PAGE) or DEFAULT_THREAD_PAGE
-            cursor = coerce_str(args, "cursor", max_chars=500)
+            cursor = coerce_str(args, "cursor", max_chars=threads.MAX_THREAD_CURSOR)
             found = await threads.thread_page(opened, periods, at, include, limit, cursor)
             return {"action": action, **thread_page_json(found, include)}
         name = thread_name(args)
