@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 import httpx
 import pytest
@@ -254,3 +255,15 @@ def test_a_chunked_body_within_the_limit_reaches_the_route(server: ThreadServer)
     status, answer = raw_http.post(server.port, "/api/v1/threads", b'{"name": "chunked"}', headers, chunked=True)
     assert status == 201, answer[:200]
     assert json.loads(answer)["name"] == "chunked"
+
+
+def test_a_chunked_body_cut_off_by_the_client_reaches_no_route(server: ThreadServer) -> None:
+    head = (
+        f"POST /api/v1/threads HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nAuthorization: Bearer {TOKEN}\r\n"
+        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    part = b'{"name": "cut"}'
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(head.encode() + f"{len(part):x}\r\n".encode() + part + b"\r\n")
+    listed = httpx.get(server.base_url + "/api/v1/threads", headers=AUTH).json()
+    assert [t["name"] for t in listed["threads"]] == []

@@ -79,6 +79,10 @@ def too_large(limit: int) -> str:
     return f"The request body is over {limit} bytes (THOUGHTLINE_MAX_BODY_BYTES); send a smaller one."
 
 
+class _Gone(Exception):
+    """The client went away before its chunked body was whole: nobody to answer, nothing to run."""
+
+
 async def _bounded_body(receive: Receive, limit: int) -> bytes | None:
     """The whole request body, or None once it passes `limit` bytes (the rest is left unread)."""
     chunks: list[bytes] = []
@@ -86,7 +90,7 @@ async def _bounded_body(receive: Receive, limit: int) -> bytes | None:
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            return b"".join(chunks)  # the client went away; the app sees the disconnect next
+            raise _Gone  # a cut-off body must never reach a route that could act on part of it
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
@@ -152,7 +156,10 @@ class HostOriginGuard:
         if length is None and any(key == b"transfer-encoding" for key, _ in scope.get("headers", [])):
             # A chunked body declares no size, and uvicorn reads whatever arrives: every route that
             # reads a body (REST, forms, OAuth's /token) would buffer it whole. Read it here, bounded.
-            body = await _bounded_body(receive, self._max_body)
+            try:
+                body = await _bounded_body(receive, self._max_body)
+            except _Gone:
+                return
             if body is None:
                 await _reply(send, 413, "payload_too_large", too_large(self._max_body))
                 return
