@@ -48,6 +48,15 @@ from thoughtline.web.app import Extras, create_app
 START_TIMEOUT = 10.0
 
 
+# An MCP initialize request: what each OAuth test sends with a token to see it accepted.
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
 class FakeClock:
     """A clock tests move by hand; it starts at the real time so the SDK's own checks agree."""
 

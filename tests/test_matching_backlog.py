@@ -14,7 +14,7 @@ from mcp import Client
 
 from tests.sample_notes import HOSE
 from tests.support import structured, text
-from tests.thread_support import MovableClock, Served, call, connected, create, served, think
+from tests.thread_support import MovableClock, Served, call, connected, create, served, write_sequence
 from thoughtline.config import Settings
 from thoughtline.identity import OWNER_KEY
 from thoughtline.library import matching, review
@@ -40,13 +40,6 @@ def app(settings: Settings, embedder: MiniLMEmbedder) -> Iterator[Served]:
         yield running
 
 
-async def write(client: Client, thoughts: list[str]) -> str:
-    seq = await think(client, thoughts[0], 1, totalThoughts=len(thoughts))
-    for number, thought in enumerate(thoughts[1:], start=2):
-        await think(client, thought, number, done=number == len(thoughts), sequenceId=seq, totalThoughts=len(thoughts))
-    return seq
-
-
 async def listed(client: Client, **args: Any) -> dict[str, Any]:
     return await call(client, "review_proposals", action="list", **args)
 
@@ -55,7 +48,7 @@ async def test_a_list_out_of_budget_says_matching_is_left_and_a_later_list_finis
     app: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with connected(app) as client:
-        seq = await write(client, HOSE)
+        seq = await write_sequence(client, HOSE)
         await create(client, *GARDEN)
         monkeypatch.setattr(review, "MATCH_BUDGET_SECONDS", 0.0)
         early = await client.call_tool("review_proposals", {"action": "list"})
@@ -71,7 +64,7 @@ async def test_a_list_out_of_budget_says_matching_is_left_and_a_later_list_finis
 
 async def test_one_matching_step_advances_every_pending_backfill(app: Served, embedder: MiniLMEmbedder) -> None:
     async with connected(app) as client:
-        seq = await write(client, HOSE)
+        seq = await write_sequence(client, HOSE)
         await listed(client)  # the completion is matched (no thread yet): only backfills remain
         app.clock.advance(0.01)
         for thread in (LEAKS, GARDEN, WATER):
@@ -100,7 +93,7 @@ async def test_a_sequence_completed_while_its_thread_was_archived_is_proposed_af
         await listed(client)  # its backfill is done: nothing pending carries over the archive
         await call(client, "configure_thread", action="archive", name=GARDEN[0])
         app.clock.advance(0.01)
-        seq = await write(client, HOSE)
+        seq = await write_sequence(client, HOSE)
         while_archived = await listed(client)
         app.clock.advance(0.01)
         await call(client, "configure_thread", action="unarchive", name=GARDEN[0])
@@ -112,7 +105,7 @@ async def test_a_sequence_completed_while_its_thread_was_archived_is_proposed_af
 async def test_an_unarchive_never_proposes_a_rejected_pair_again(app: Served) -> None:
     async with connected(app) as client:
         await create(client, *GARDEN)
-        await write(client, HOSE)
+        await write_sequence(client, HOSE)
         [proposal] = (await listed(client))["proposals"]
         await call(client, "review_proposals", action="reject", proposalId=proposal["proposalId"])
         await call(client, "configure_thread", action="archive", name=GARDEN[0])
@@ -129,7 +122,7 @@ async def test_imported_sequences_are_proposed_to_the_threads_the_store_already_
     other = dataclasses.replace(settings, data_dir=tmp_path / "other", background_work=False)
     with served(other, embedder_factory=lambda: embedder) as source:
         async with connected(source) as client:
-            seq = await write(client, HOSE)
+            seq = await write_sequence(client, HOSE)
     router = StoreRouter(other.data_dir, "wal", MovableClock())
     try:
         records = list(await (await router.get(OWNER_KEY)).read(lambda conn: list(transfer.iter_export(conn))))

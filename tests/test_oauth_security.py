@@ -13,6 +13,7 @@ import pytest
 
 from tests.oauth_support import (
     CLIENT_REDIRECT,
+    INIT,
     TOKEN,
     authorize_url,
     pkce,
@@ -31,12 +32,6 @@ from thoughtline.web import auth
 
 pytestmark = pytest.mark.anyio
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 

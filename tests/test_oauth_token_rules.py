@@ -7,17 +7,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.oauth_support import CLIENT_REDIRECT, authorize_url, pkce, query_of, register, running_stack, sign_in
+from tests.oauth_support import CLIENT_REDIRECT, INIT, authorize_url, pkce, query_of, register, running_stack, sign_in
 from thoughtline.oauth.provider import CODE_TTL_SECONDS, REFRESH_TTL_SECONDS
 
 pytestmark = pytest.mark.anyio
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
 
 
 def bearer(token: str) -> dict[str, str]:

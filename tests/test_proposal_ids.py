@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from tests.sample_notes import DRIP, HOSE
-from tests.thread_support import Served, call, connected, create, refused, served, think
+from tests.thread_support import Served, call, connected, create, refused, served, write_sequence
 from thoughtline.config import Settings
 from thoughtline.domain.arguments import MAX_PROPOSAL_ID
 from thoughtline.library.embed import MiniLMEmbedder
@@ -31,14 +31,6 @@ def app(settings: Settings, embedder: MiniLMEmbedder) -> Iterator[Served]:
         yield running
 
 
-async def write(client: Client, thoughts: list[str]) -> str:
-    """A whole sequence; its last thought completes it (and so queues it for matching)."""
-    seq = await think(client, thoughts[0], 1, totalThoughts=len(thoughts))
-    for number, thought in enumerate(thoughts[1:], start=2):
-        await think(client, thought, number, done=number == len(thoughts), sequenceId=seq, totalThoughts=len(thoughts))
-    return seq
-
-
 async def pending(client: Client) -> list[dict[str, Any]]:
     listed: list[dict[str, Any]] = (await call(client, "review_proposals", action="list"))["proposals"]
     return listed
@@ -48,10 +40,10 @@ async def pending(client: Client) -> list[dict[str, Any]]:
 async def test_a_retried_decision_never_acts_on_a_proposal_made_after_it(app: Served, decision: str) -> None:
     async with connected(app) as client:
         await create(client, *GARDEN)
-        await write(client, HOSE)
+        await write_sequence(client, HOSE)
         (first,) = await pending(client)
         await call(client, "review_proposals", action=decision, proposalId=first["proposalId"])
-        drip = await write(client, DRIP)
+        drip = await write_sequence(client, DRIP)
         (second,) = await pending(client)
         retried = await refused(client, "review_proposals", action=decision, proposalId=first["proposalId"])
         left = await pending(client)
@@ -68,10 +60,10 @@ async def test_the_last_id_the_tools_take_is_issued_and_reviewable_and_none_is_i
         await create(client, *GARDEN)
         # A store whose counter was carried this far (an import of a file that allowed it).
         app.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('thread_proposals', ?)", (MAX_PROPOSAL_ID - 1,))
-        await write(client, HOSE)
+        await write_sequence(client, HOSE)
         (last,) = await pending(client)
         decided = await call(client, "review_proposals", action="accept", proposalId=last["proposalId"])
-        await write(client, DRIP)
+        await write_sequence(client, DRIP)
         after = await pending(client)
     assert last["proposalId"] == f"prp_{MAX_PROPOSAL_ID}"
     assert decided["proposalId"] == last["proposalId"]

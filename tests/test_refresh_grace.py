@@ -12,17 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.oauth_support import Stack, running_stack, sign_in
+from tests.oauth_support import INIT, Stack, running_stack, sign_in
 from thoughtline.oauth.provider import REFRESH_GRACE_SECONDS
 
 pytestmark = pytest.mark.anyio
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
 
 
 async def refresh(http: httpx.AsyncClient, client_id: str, token: str) -> httpx.Response:

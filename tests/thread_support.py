@@ -114,3 +114,11 @@ async def create(client: Client, name: str, description: str = "") -> dict[str, 
         await call(client, "configure_thread", action="create", name=name, description=description)
     )["thread"]
     return thread
+
+
+async def write_sequence(client: Client, thoughts: list[str]) -> str:
+    """A whole sequence; its last thought completes it (and so queues it for matching)."""
+    seq = await think(client, thoughts[0], 1, totalThoughts=len(thoughts))
+    for number, thought in enumerate(thoughts[1:], start=2):
+        await think(client, thought, number, done=number == len(thoughts), sequenceId=seq, totalThoughts=len(thoughts))
+    return seq
