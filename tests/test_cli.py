@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import apsw
 import pytest
 
 from tests.support import TOKEN, mcp_client, serve_in_thread, start_child, stop_child, structured
+from thoughtline.cli import own_command
 from thoughtline.config import Settings
 from thoughtline.identity import OWNER_KEY
 from thoughtline.library.embed import MiniLMEmbedder
@@ -191,3 +193,17 @@ def test_reindex_embeds_every_thought_of_every_store(tmp_path: Path) -> None:
     assert conn.execute("SELECT count(*) FROM vector_queue").fetchall()[0][0] == 0
     assert int(conn.execute("SELECT count(*) FROM thought_vectors").fetchall()[0][0] or 0) >= 2
     assert cli("reindex", "--user", "github:1", env=env).returncode == 1
+
+
+def test_printed_commands_name_a_venv_script_by_its_path_when_it_is_not_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = tmp_path / ".venv" / "bin" / "thoughtline"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert own_command(str(script)) == str(script)
+    monkeypatch.setenv("PATH", f"{script.parent}:/usr/bin:/bin")
+    assert own_command(str(script)) == "thoughtline"
+    assert own_command("/somewhere/thoughtline/__main__.py") == f"{shlex.quote(sys.executable)} -m thoughtline"

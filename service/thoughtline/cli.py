@@ -12,9 +12,11 @@ import logging
 import os
 import secrets
 import shlex
+import shutil
 import socket
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlsplit
 
@@ -116,6 +118,21 @@ def _connect_help(settings: Settings, token_expr: str, out: TextIO) -> None:
         )
 
 
+def own_command(argv0: str | None = None) -> str:
+    """This command as the person who started it can type it again, from the same directory.
+
+    `make serve` runs `.venv/bin/thoughtline`, which is not on PATH unless the venv is active: a bare
+    `thoughtline open` there answers "command not found". `python -m thoughtline` runs name no script.
+    """
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    if Path(argv0).name != "thoughtline":
+        return f"{shlex.quote(sys.executable)} -m thoughtline"
+    on_path = shutil.which("thoughtline")
+    if on_path is not None and Path(on_path).resolve() == Path(argv0).resolve():
+        return "thoughtline"
+    return shlex.quote(argv0)
+
+
 def _library_link(settings: Settings, out: TextIO) -> None:
     """At start, one sign-in link to the library on a terminal; elsewhere, the command that makes one.
 
@@ -130,13 +147,14 @@ def _library_link(settings: Settings, out: TextIO) -> None:
         data_dir = shlex.quote(str(settings.data_dir.resolve()))
         print(
             "  Library: a sign-in link is printed only on a terminal; make one with\n"
-            f"  thoughtline open --data-dir {data_dir} --url {server_url(settings)}\n",
+            f"  {own_command()} open --data-dir {data_dir} --url {server_url(settings)}\n",
             file=out,
         )
         return
     link = one_time_link(settings, SystemClock())
     print(
-        f"  Library (sign-in link, works once within a minute; `thoughtline open` makes another):\n  {link}\n", file=out
+        f"  Library (sign-in link, works once within a minute; `{own_command()} open` makes another):\n  {link}\n",
+        file=out,
     )
 
 
