@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from thoughtline.domain.thread_types import THREAD_TYPES
+from thoughtline.domain.wording import counted
 from thoughtline.pages.layout import (
     chip,
     csrf_field,
@@ -310,13 +311,30 @@ def _proposal_row(session: Session, proposal: dict[str, Any]) -> str:
     )
 
 
+def _matching_note(pending: dict[str, int] | None, shown: bool) -> str:
+    """What matching the list left for later (its 2 s budget ran out), so an empty page is not read as final."""
+    if not pending:
+        return ""
+    parts = [
+        *([counted(pending["threads"], "thread")] if pending.get("threads") else []),
+        *([counted(pending["sequences"], "completed sequence")] if pending.get("sequences") else []),
+    ]
+    after = "More proposals may come" if shown else "Proposals may come"
+    return (
+        f'<p class="notice" id="matching" role="status">Matching is still running for {" and ".join(parts)}. '
+        f'{after}: <a href="/library/proposals">reload this page</a> in a moment.</p>'
+    )
+
+
 async def proposals_page(request: Request, session: Session, source: Source) -> Response:
-    """/library/proposals: suggested memberships, each with Accept and Reject."""
+    """/library/proposals: suggested memberships, each with Accept and Reject, and matching still to do."""
     cursor = request.query_params.get("cursor") or None
     found = await source.proposals(cursor=cursor, limit=PAGE_SIZE)
     rows = "".join(_proposal_row(session, p) for p in found.get("proposals", []))
     nxt = found.get("nextCursor")
     more = f'<p><a href="{href("/library/proposals", cursor=nxt)}">Next page</a></p>' if nxt else ""
-    rows = rows or '<li class="empty">Nothing to review.</li>'
-    main = f'<h1>Proposals</h1><ol class="rows" id="proposals">{rows}</ol>{more}'
+    note = _matching_note(found.get("matchingPending"), bool(rows))
+    empty = "Nothing to review yet." if note else "Nothing to review."
+    rows = rows or f'<li class="empty">{empty}</li>'
+    main = f'<h1>Proposals</h1>{note}<ol class="rows" id="proposals">{rows}</ol>{more}'
     return document("Proposals", main, session=session, current="/library/proposals", page="proposals")
