@@ -92,7 +92,7 @@ async def test_a_person_finds_reads_reviews_pins_and_archives(tmp_path: Path) ->
         before = await page.locator("#thread-state").inner_text()
 
         await page.goto(library.url + f"/library/sequences/{library.ids['tokens']}")
-        await page.get_by_label("Pin to thread").select_option("caching")
+        await page.get_by_label("Pin to thread").fill("caching")
         await page.get_by_role("button", name="Pin", exact=True).click()
         await page.goto(library.url + "/library/threads/caching")
         await expect(members).to_contain_text("Rotate the signing")

@@ -128,7 +128,7 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
     parts.append(f'<code class="id">{e(sequence_id)}</code> · {when(sequence.get("updatedAt"))}</p>')
     controls = ""
     if source.library_on():
-        threads = await source.threads(include_archived=False)
+        choices = await source.pin_choices()
         unpin = "".join(
             f"<li>{thread_badges([n])}{post_button(session, action + '/unpin', 'Unpin', fields={'thread': n})}</li>"
             for n in member_of
@@ -136,13 +136,9 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
         left_out = int(sequence.get("threadCount", 0)) - len(member_of)
         if left_out > 0:  # history names the first threads only; each thread's page can unpin it too
             unpin += f"<li>and {e(left_out)} more threads</li>"
-        choices = "".join(f'<option value="{e(t["name"])}">{e(t["name"])}</option>' for t in threads)
         pin = (
-            f'<form method="post" action="{e(action)}/pin" class="inline">{csrf_field(session)}'
-            '<label for="pin-thread">Pin to thread</label>'
-            f'<select id="pin-thread" name="thread" required>{choices}</select>'
-            '<button type="submit" class="btn">Pin</button></form>'
-            if choices
+            _pin_form(session, action, choices["names"], int(choices["threadCount"]))
+            if choices["threadCount"]
             else '<p>No threads yet: <a href="/library/threads">create one</a> to pin this sequence to it.</p>'
         )
         controls = (
@@ -162,6 +158,23 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
         parts.append(f'<p><a href="{more}">Later thoughts</a></p>')
     parts.append(data_block("history", found))
     return document(title, "".join(parts), session=session, page="sequence")
+
+
+def _pin_form(session: Session, action: str, names: list[str], count: int) -> str:
+    """A text field for any thread's name, suggesting the listed ones (a bounded few of `count`)."""
+    options = "".join(f'<option value="{e(n)}"></option>' for n in names)
+    hint, described = "", ""
+    if count > len(names):  # said only when some are left out, so the usual form stays one line
+        hint = f"Type any thread's name; the first {len(names)} of {count} threads by name are suggested."
+        hint, described = f'<p class="meta" id="pin-hint">{e(hint)}</p>', ' aria-describedby="pin-hint"'
+    return (
+        f'<form method="post" action="{e(action)}/pin" class="inline">{csrf_field(session)}'
+        '<label for="pin-thread">Pin to thread</label>'
+        '<input id="pin-thread" name="thread" list="pin-threads" required maxlength="64" autocomplete="off"'
+        f"{described}>"
+        f'<datalist id="pin-threads">{options}</datalist>'
+        f'<button type="submit" class="btn">Pin</button>{hint}</form>'
+    )
 
 
 async def threads_page(request: Request, session: Session, source: Source) -> Response:
