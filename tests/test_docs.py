@@ -101,7 +101,7 @@ SAMPLES = {
     "THOUGHTLINE_MALLOC_ARENAS": "0",
 }
 # Settings fields no environment variable sets (tests and embedding code pass them directly).
-INTERNAL_FIELDS = {"idle_store_seconds"}
+INTERNAL_FIELDS = {"idle_store_seconds", "match_budget_seconds"}
 
 
 def documented_settings() -> list[str]:

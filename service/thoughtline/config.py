@@ -129,6 +129,10 @@ class Settings:
     # Work after a response (embedding new thoughts after their commit). Off on Lambda, which
     # freezes the process after each response: a frozen write would hold the store's lock.
     background_work: bool = True
+    # How long a proposal list may spend on pending matching before it answers with what is left
+    # (`matchingPending`); None is the library's own budget (`library/review.py`). Not read from the
+    # environment: tests set it to make a backlog without building one that takes seconds to match.
+    match_budget_seconds: float | None = None
     # Set when the stores sit on a disk lost with the instance (`disk.py`); /healthz says durable: false.
     ephemeral_storage: str | None = None
 

@@ -52,7 +52,7 @@ def api_mount(
         router=router,
         clock=clock,
         periods=Periods(settings.thread_dormant_days, settings.thread_closed_days),
-        review=ProposalReview(library.embedder, library.term_caches),
+        review=ProposalReview(library.embedder, library.term_caches, settings.match_budget_seconds),
         search_fn=library_search(library),
         authenticators=[bearer(bearer_check), *more],
     )

@@ -115,11 +115,6 @@ def _read_cursor(secret: str, purpose: cursors.Purpose, cursor: str, order: str)
     return cursors.read(secret, purpose, cursor, 4)
 
 
-async def recent_sequences(opened: UserStore, status: str | None, thread: str | None, limit: int) -> SequencePage:
-    """`manage_sequence list`: the first page of `list_sequences`, most recently updated first."""
-    return await list_sequences(opened, status, thread, limit, None, DEFAULT_ORDER)
-
-
 async def change_status(opened: UserStore, sequence_id: str, action: str, now_ms: int) -> Transition:
     """Pause, resume, complete or abandon a sequence (`sequence_not_found` for an unknown id)."""
     status = TARGET_STATUS[action]

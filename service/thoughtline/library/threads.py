@@ -130,15 +130,6 @@ def view(conn: apsw.Connection, thread: thread_store.ThreadRow, now_ms: int, per
     )
 
 
-async def list_threads(store: UserStore, periods: Periods, now_ms: int, include_archived: bool) -> list[ThreadView]:
-    """Every thread by name; archived ones only when asked for (for the pages' pin choice, not a listing)."""
-
-    def read(conn: apsw.Connection) -> list[ThreadView]:
-        return [view(conn, t, now_ms, periods) for t in thread_store.list_threads(conn, include_archived)]
-
-    return await store.read(read)
-
-
 async def thread_page(
     store: UserStore, periods: Periods, now_ms: int, include_archived: bool, limit: int, cursor: str | None
 ) -> ThreadPage:

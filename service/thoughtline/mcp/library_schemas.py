@@ -10,6 +10,7 @@ from typing import Any
 import mcp_types as types
 
 from thoughtline.library.query import MAX_ALTERNATIVE_CHARS, MAX_ALTERNATIVES
+from thoughtline.library.sequences import DEFAULT_ORDER, LIST_ORDERS
 from thoughtline.mcp.schemas import nullable
 from thoughtline.storage.search import STATUSES
 
@@ -48,8 +49,12 @@ resume returns the sequence's last thought so you can continue where it stopped 
 sequentialthinking with the same sequenceId)."""
 
 MANAGE_DISCOVERY = (
-    " action 'list' shows your most recently updated sequences, optionally by status or thread (status, limit "
-    "and thread go with 'list' only; an argument sent with an action that does not take it is refused)."
+    " action 'list' shows your sequences a page at a time, most recently updated first, optionally by status or "
+    "thread; while there are more, nextCursor is set: pass it as cursor, with the same status, thread and order, "
+    "for the next page (null on the last). To walk every page (all of a thread's members), pass order 'created' "
+    "(oldest first, a key that never moves, so each sequence comes once even while sequences change). status, "
+    "limit, thread, cursor and order go with 'list' only; an argument sent with an action that does not take it "
+    "is refused."
 )
 
 _STATUS_SCHEMA: dict[str, Any] = {"type": "string", "enum": list(STATUSES)}
@@ -155,6 +160,17 @@ def manage_tool(discovery: bool) -> types.Tool:
         properties["status"] = {**_STATUS_SCHEMA, "description": "With action 'list': only this status."}
         properties["limit"] = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
         properties["thread"] = {"type": "string", "description": "With action 'list': only this thread's members."}
+        properties["cursor"] = {
+            "type": "string",
+            "description": "With action 'list': the nextCursor of the previous page (same status, thread and order).",
+        }
+        properties["order"] = {
+            "type": "string",
+            "enum": list(LIST_ORDERS),
+            "default": DEFAULT_ORDER,
+            "description": "With action 'list': 'updated' (most recently updated first) or 'created' (oldest "
+            "first; use it to walk every page).",
+        }
     return types.Tool(
         name="manage_sequence",
         title="Manage sequence",
@@ -174,6 +190,10 @@ def manage_tool(discovery: bool) -> types.Tool:
                 "totalThoughts": {"type": "integer"},
                 "lastThought": {"type": "object"},
                 "sequences": {"type": "array", "items": {"type": "object"}},
+                "nextCursor": {
+                    **nullable({"type": "string"}),
+                    "description": "With action 'list': pass it as cursor for the next page; null on the last.",
+                },
             },
         },
         annotations=types.ToolAnnotations(

@@ -42,7 +42,7 @@ from thoughtline.mcp.library_schemas import (
 from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolSpec
 from thoughtline.storage.rows import iso
 from thoughtline.storage.search import STATUSES, SearchFilters
-from thoughtline.wire.sequences import summary_json, transition_json
+from thoughtline.wire.sequences import page_json, transition_json
 
 
 class Library(AfterCommitWork):
@@ -226,7 +226,7 @@ def _thought_entries(found: list[Found]) -> tuple[list[dict[str, Any]], list[str
 
 # The arguments each manage_sequence action takes besides `action`: one that another action takes
 # is refused naming that action, rather than silently ignored (a `status` sent with `pause`).
-_LIST_FIELDS = frozenset({"status", "limit", "thread"})
+_LIST_FIELDS = frozenset({"status", "limit", "thread", "cursor", "order"})
 _MANAGE_FIELDS: dict[str, frozenset[str]] = {
     **{action: frozenset({"sequenceId"}) for action in ACTIONS},
     LIST_ACTION: _LIST_FIELDS,
@@ -286,11 +286,26 @@ async def _list(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
     status = optional_one_of(args, "status", STATUSES)
     limit = coerce_int(args, "limit", high=MAX_LIMIT) or DEFAULT_LIMIT
     thread = coerce_str(args, "thread", max_chars=128)
-    found = await sequences.recent_sequences(ctx.store, status, thread, limit)
-    items = [summary_json(s) for s in found.sequences]
+    cursor = coerce_str(args, "cursor", max_chars=500)
+    order = optional_one_of(args, "order", sequences.LIST_ORDERS) or sequences.DEFAULT_ORDER
+    page = await sequences.list_sequences(ctx.store, status, thread, limit, cursor, order)
+    structured = page_json(page)
+    items = structured["sequences"]
     kind = (f"{status} sequences" if status else "sequences") + (f" in thread {thread!r}" if thread else "")
-    lines = [f"{len(items)} most recently updated {kind}:" if items else f"No {kind} stored."]
+    ordered = "most recently updated" if order == "updated" else "oldest created"
+    if items:
+        lines = [f"{len(items)} {kind}, {ordered} first" + (" (continued):" if cursor else ":")]
+    else:
+        lines = [f"No more {kind}." if cursor else f"No {kind} stored."]
     lines += [
         f"- {i['sequenceId']} {_tag(i)} {i['title']} ({counted(i['thoughtHistoryLength'], 'thought')})" for i in items
     ]
-    return ToolOutput(text="\n".join(lines), structured={"sequences": items})
+    if page.next_cursor:
+        again = ", ".join(
+            [
+                f"cursor {page.next_cursor!r}",
+                *(f"{name} {args[name]!r}" for name in ("status", "thread", "order") if args.get(name) is not None),
+            ]
+        )
+        lines.append(f"More follow: call manage_sequence action 'list' again with {again} for the next page.")
+    return ToolOutput(text="\n".join(lines), structured=structured)

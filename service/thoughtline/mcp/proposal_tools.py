@@ -32,8 +32,10 @@ _ACTION_FIELDS = {
 class ProposalTools:
     """`review_proposals`, with the embedder the matching needs (the Library's, created on first use)."""
 
-    def __init__(self, embedder: Callable[[], Embedder], terms: TermCaches | None = None) -> None:
-        self._review = ProposalReview(embedder, terms)
+    def __init__(
+        self, embedder: Callable[[], Embedder], terms: TermCaches | None = None, budget_seconds: float | None = None
+    ) -> None:
+        self._review = ProposalReview(embedder, terms, budget_seconds)
 
     def tools(self) -> list[ToolSpec]:
         """The tool spec (registered only when the library is on)."""

@@ -56,8 +56,8 @@ e.g. your last session) to see what changed after it.
 The briefing stays short however long the thread has run: the newest {MAX_OPEN_ITEMS} open blockers and
 open questions (openBlockerCount / openQuestionCount count all open), the newest {MAX_DECISIONS} decisions,
 eventsLimit events, and the {MAX_MEMBERS} most recently updated members (thread.memberCount counts all;
-manage_sequence action 'list' with thread lists more); with since, the {MAX_MEMBERS} newest of newMembers
-(newMemberCount counts all)."""
+manage_sequence action 'list' with thread and order 'created' lists them all, a page per nextCursor);
+with since, the {MAX_MEMBERS} newest of newMembers (newMemberCount counts all)."""
 
 NAME_SCHEMA: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_NAME}
 _STATUS: dict[str, Any] = {"type": "string", "enum": ["active", "archived"]}

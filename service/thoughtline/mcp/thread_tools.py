@@ -220,5 +220,6 @@ def _members_left_out(name: str, shown: int, count: int) -> str:
         return ""
     return (
         f" (the {shown} most recently updated of {count}; list the rest with manage_sequence action 'list', "
-        f"thread {name!r}, or page GET /api/v1/sequences?thread=…)"
+        f"thread {name!r}, order 'created', following nextCursor to the last page, or page "
+        "GET /api/v1/sequences?thread=…&order=created)"
     )

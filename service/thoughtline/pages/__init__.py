@@ -122,7 +122,7 @@ class LibraryPages:
             router=router,
             clock=self.clock,
             periods=Periods(settings.thread_dormant_days, settings.thread_closed_days),
-            review=ProposalReview(library.embedder, library.term_caches),
+            review=ProposalReview(library.embedder, library.term_caches, settings.match_budget_seconds),
             search_fn=library_search(library) if settings.library else None,
         )
 

@@ -12,6 +12,7 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from thoughtline.errors import DomainError
 from thoughtline.pages.session import Session
 from thoughtline.pages.source import Source
 
@@ -65,7 +66,17 @@ async def membership(request: Request, session: Session, source: Source) -> Resp
     """POST /library/sequences/{id}/pin|unpin: add the sequence to a thread, or take it out."""
     sequence_id, step = request.path_params["sequence_id"], request.path_params["step"]
     thread = await _field(request, "thread")
-    await source.membership(thread, sequence_id, member=step == "pin")
+    try:
+        await source.membership(thread, sequence_id, member=step == "pin")
+    except DomainError as refused:
+        if refused.code != "thread_not_found":
+            raise
+        # The library's message points at the tools; a person here types a name, so say where names are.
+        raise DomainError(
+            "thread_not_found",
+            f"no thread named {thread!r}; type the name of one of your threads (any letter case) as "
+            "/library/threads lists it, or create the thread there first. Nothing changed.",
+        ) from None
     return back(thread_path(thread) if await _field(request, "back") == "thread" else sequence_path(sequence_id))
 
 

@@ -30,7 +30,7 @@ from thoughtline.library import history, sequences, threads
 from thoughtline.library.badges import thread_badges
 from thoughtline.library.briefing import read_briefing
 from thoughtline.library.review import ProposalReview
-from thoughtline.library.threads import DEFAULT_THREAD_PAGE, Periods, ThreadChange
+from thoughtline.library.threads import DEFAULT_THREAD_PAGE, MAX_THREAD_PAGE, Periods, ThreadChange
 from thoughtline.storage.router import StoreRouter, UserStore
 from thoughtline.wire.history import history_json
 from thoughtline.wire.proposals import decision_json
@@ -46,6 +46,8 @@ HISTORY_CHARACTERS = 250_000
 # A sequence page shows at most this many thoughts and links the next ones.
 MAX_SHOWN_THOUGHTS = 1_000
 BRIEFING_EVENTS = 100
+# A sequence page suggests at most this many threads to pin it to (the thread list's page limit).
+PIN_CHOICES = MAX_THREAD_PAGE
 
 
 @dataclass(frozen=True)
@@ -113,11 +115,14 @@ class Source:
         async with self._store() as opened:
             return await self.search_fn(opened, {"query": query, "by": "sequence", "limit": limit})
 
-    async def threads(self, *, include_archived: bool) -> list[dict[str, Any]]:
-        """Every thread by name (the pin choice of a sequence page)."""
+    async def pin_choices(self) -> dict[str, Any]:
+        """The first PIN_CHOICES active threads by name and how many there are (a sequence page's pin suggestions).
+
+        Bounded: a store may hold thousands of threads, and any of them can still be typed by name.
+        """
         async with self._store() as opened:
-            found = await threads.list_threads(opened, self.periods, self._now(), include_archived)
-        return [thread_json(t) for t in found]
+            found = await threads.thread_page(opened, self.periods, self._now(), False, PIN_CHOICES, None)
+        return {"names": [t.name for t in found.threads], "threadCount": found.thread_count}
 
     async def thread_page(self, *, cursor: str | None) -> dict[str, Any]:
         """One page of every thread (archived too) by name, as GET /api/v1/threads pages them."""

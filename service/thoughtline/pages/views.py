@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from thoughtline.domain.thread_types import THREAD_TYPES
+from thoughtline.domain.wording import counted
 from thoughtline.pages.layout import (
     chip,
     csrf_field,
@@ -127,7 +128,7 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
     parts.append(f'<code class="id">{e(sequence_id)}</code> · {when(sequence.get("updatedAt"))}</p>')
     controls = ""
     if source.library_on():
-        threads = await source.threads(include_archived=False)
+        choices = await source.pin_choices()
         unpin = "".join(
             f"<li>{thread_badges([n])}{post_button(session, action + '/unpin', 'Unpin', fields={'thread': n})}</li>"
             for n in member_of
@@ -135,13 +136,9 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
         left_out = int(sequence.get("threadCount", 0)) - len(member_of)
         if left_out > 0:  # history names the first threads only; each thread's page can unpin it too
             unpin += f"<li>and {e(left_out)} more threads</li>"
-        choices = "".join(f'<option value="{e(t["name"])}">{e(t["name"])}</option>' for t in threads)
         pin = (
-            f'<form method="post" action="{e(action)}/pin" class="inline">{csrf_field(session)}'
-            '<label for="pin-thread">Pin to thread</label>'
-            f'<select id="pin-thread" name="thread" required>{choices}</select>'
-            '<button type="submit" class="btn">Pin</button></form>'
-            if choices
+            _pin_form(session, action, choices["names"], int(choices["threadCount"]))
+            if choices["threadCount"]
             else '<p>No threads yet: <a href="/library/threads">create one</a> to pin this sequence to it.</p>'
         )
         controls = (
@@ -161,6 +158,23 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
         parts.append(f'<p><a href="{more}">Later thoughts</a></p>')
     parts.append(data_block("history", found))
     return document(title, "".join(parts), session=session, page="sequence")
+
+
+def _pin_form(session: Session, action: str, names: list[str], count: int) -> str:
+    """A text field for any thread's name, suggesting the listed ones (a bounded few of `count`)."""
+    options = "".join(f'<option value="{e(n)}"></option>' for n in names)
+    hint, described = "", ""
+    if count > len(names):  # said only when some are left out, so the usual form stays one line
+        hint = f"Type any thread's name; the first {len(names)} of {count} threads by name are suggested."
+        hint, described = f'<p class="meta" id="pin-hint">{e(hint)}</p>', ' aria-describedby="pin-hint"'
+    return (
+        f'<form method="post" action="{e(action)}/pin" class="inline">{csrf_field(session)}'
+        '<label for="pin-thread">Pin to thread</label>'
+        '<input id="pin-thread" name="thread" list="pin-threads" required maxlength="64" autocomplete="off"'
+        f"{described}>"
+        f'<datalist id="pin-threads">{options}</datalist>'
+        f'<button type="submit" class="btn">Pin</button>{hint}</form>'
+    )
 
 
 async def threads_page(request: Request, session: Session, source: Source) -> Response:
@@ -310,13 +324,30 @@ def _proposal_row(session: Session, proposal: dict[str, Any]) -> str:
     )
 
 
+def _matching_note(pending: dict[str, int] | None, shown: bool) -> str:
+    """What matching the list left for later (its 2 s budget ran out), so an empty page is not read as final."""
+    if not pending:
+        return ""
+    parts = [
+        *([counted(pending["threads"], "thread")] if pending.get("threads") else []),
+        *([counted(pending["sequences"], "completed sequence")] if pending.get("sequences") else []),
+    ]
+    after = "More proposals may come" if shown else "Proposals may come"
+    return (
+        f'<p class="notice" id="matching" role="status">Matching is still running for {" and ".join(parts)}. '
+        f'{after}: <a href="/library/proposals">reload this page</a> in a moment.</p>'
+    )
+
+
 async def proposals_page(request: Request, session: Session, source: Source) -> Response:
-    """/library/proposals: suggested memberships, each with Accept and Reject."""
+    """/library/proposals: suggested memberships, each with Accept and Reject, and matching still to do."""
     cursor = request.query_params.get("cursor") or None
     found = await source.proposals(cursor=cursor, limit=PAGE_SIZE)
     rows = "".join(_proposal_row(session, p) for p in found.get("proposals", []))
     nxt = found.get("nextCursor")
     more = f'<p><a href="{href("/library/proposals", cursor=nxt)}">Next page</a></p>' if nxt else ""
-    rows = rows or '<li class="empty">Nothing to review.</li>'
-    main = f'<h1>Proposals</h1><ol class="rows" id="proposals">{rows}</ol>{more}'
+    note = _matching_note(found.get("matchingPending"), bool(rows))
+    empty = "Nothing to review yet." if note else "Nothing to review."
+    rows = rows or f'<li class="empty">{empty}</li>'
+    main = f'<h1>Proposals</h1>{note}<ol class="rows" id="proposals">{rows}</ol>{more}'
     return document("Proposals", main, session=session, current="/library/proposals", page="proposals")

@@ -91,7 +91,8 @@ def _tools(settings: Settings, library: Library, extras: Extras) -> list[ToolSpe
     ]
     if settings.library:
         periods = Periods(settings.thread_dormant_days, settings.thread_closed_days)
-        tools += [*ThreadTools(periods).tools(), *ProposalTools(library.embedder, library.term_caches).tools()]
+        review = ProposalTools(library.embedder, library.term_caches, settings.match_budget_seconds)
+        tools += [*ThreadTools(periods).tools(), *review.tools()]
     return [*tools, *extras.tools]
 
 
