@@ -17,6 +17,9 @@ scoring); nothing there imports it.
     python -m bench.thread_sweep --curve --splits dev,test   # report the curve at the shipped point
     python -m bench.thread_sweep --curve --splits dev,train --words 0.6 --threshold 0.31 --background 0.25
         # measured, not shipped: each similarity less a share of the sequence's mean over its other threads
+    python -m bench.thread_sweep --curve --splits dev,train --threshold 0.36 --first-thought 0.2 --halves 0.5
+        # measured, not shipped: shares of the embedding part taken from the first thought's cosine and
+        # the closer half's (`--last-thought`, `--name-share`: see `Parts`)
 """
 
 from __future__ import annotations
@@ -60,10 +63,40 @@ MIN_PRECISION = 0.9
 # The chosen point must hold with the threshold moved this far either way.
 STEADY = 0.02
 
-# One matching of one sequence: its id, per thread topic the embeddings' two cosines (the mean
-# vector's and the closest thought's) and the words' cosine, and the threads it already belongs to
-# at that moment (never proposed to them).
-Match = tuple[str, dict[str, tuple[float, float]], dict[str, float], frozenset[str]]
+# One matching of one sequence: its id, per thread topic the embeddings' cosines (the mean
+# vector's, the closest thought's, and the measured-only first thought's, last thought's and closer
+# half's: see `Parts`) and the words' cosine, and the threads it already belongs to at that moment
+# (never proposed to them).
+Match = tuple[str, dict[str, tuple[float, float, float, float, float]], dict[str, float], frozenset[str]]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """Measured, not shipped: more shares of the embedding part, each taken from the mean vector's.
+
+    `first` / `last`: the cosine of the sequence's first thought (it usually states the task and
+    names the project) / its last (its conclusion). `halves`: the larger cosine of the normalised
+    means of the sequence's first and second halves (a sequence of two threads often moves from
+    one to the other). `name_share`: the thread's description vector becomes
+    unit(description + name_share · embed(name)). All 0 is the shipped rule.
+    """
+
+    first: float = 0.0
+    last: float = 0.0
+    halves: float = 0.0
+    name_share: float = 0.0
+
+
+NO_PARTS = Parts()
+
+
+def halves_cosine(thought_vectors: NDArray[np.float32], thread: Vector) -> float:
+    """The larger cosine, to `thread`, of the means of the first ceil(n/2) thoughts and of the rest."""
+    h = (thought_vectors.shape[0] + 1) // 2
+    parts = [unit(thought_vectors[:h].mean(axis=0))]
+    if thought_vectors.shape[0] > h:
+        parts.append(unit(thought_vectors[h:].mean(axis=0)))
+    return max(float(p @ thread) for p in parts if p is not None)
 
 
 @dataclass(frozen=True)
@@ -78,8 +111,12 @@ class Corpus:
     description_counts: dict[str, Counter[str]]
 
 
-def corpus(data: LabelledSet, embedder: Embedder) -> Corpus:
-    """Embed and tokenize one split (the tokenizer is the store's, on an in-memory connection)."""
+def corpus(data: LabelledSet, embedder: Embedder, name_share: float = 0.0) -> Corpus:
+    """Embed and tokenize one split (the tokenizer is the store's, on an in-memory connection).
+
+    `name_share` > 0 (measured, not shipped) adds that share of the thread name's embedding to
+    each description vector.
+    """
     conn = apsw.Connection(":memory:")
     owners: list[str] = []
     texts: list[str] = []
@@ -106,6 +143,12 @@ def corpus(data: LabelledSet, embedder: Embedder) -> Corpus:
     described = [data.threads[t].get("description") or "" for t in topics]
     dm = embedder.embed(described)
     descriptions = {t: unit(dm[i]) if described[i] else None for i, t in enumerate(topics)}
+    if name_share:
+        nm = embedder.embed([data.threads[t].get("name") or "" for t in topics])
+        for i, t in enumerate(topics):
+            named, described_vector = unit(nm[i]), descriptions[t]
+            if named is not None and described_vector is not None:
+                descriptions[t] = unit(described_vector + name_share * named)
     description_counts = {t: Counter(terms(conn, described[i])) for i, t in enumerate(topics)}
     conn.close()
     return Corpus(vectors, thought_vectors, descriptions, counts, per_thought, description_counts)
@@ -127,10 +170,10 @@ class Statistics:
 
 def _cosines(
     data: LabelledSet, c: Corpus, stats: Statistics, members: Mapping[str, set[str]], k: float, seq_id: str
-) -> tuple[dict[str, tuple[float, float]], dict[str, float]]:
+) -> tuple[dict[str, tuple[float, float, float, float, float]], dict[str, float]]:
     """One sequence's cosines against every thread, with the statistics and members of that moment."""
     seq_words = term_vector(c.counts[seq_id], stats.frequency, stats.documents)
-    dense: dict[str, tuple[float, float]] = {}
+    dense: dict[str, tuple[float, float, float, float, float]] = {}
     sparse: dict[str, float] = {}
     for topic in sorted(data.threads):
         ids = [s for s in sorted(members[topic]) if s in c.vectors]
@@ -142,7 +185,8 @@ def _cosines(
         # The service's embedding part at the two ends of `best_thought`: the mean's and the closest thought's.
         mean = embedding_part(c.vectors[seq_id], c.thought_vectors[seq_id], v, Tuning(0.0, 0.0, k, 0.0))
         best = embedding_part(c.vectors[seq_id], c.thought_vectors[seq_id], v, Tuning(0.0, 0.0, k, 1.0))
-        dense[topic] = (mean, best)
+        each = c.thought_vectors[seq_id] @ v
+        dense[topic] = (mean, best, float(each[0]), float(each[-1]), halves_cosine(c.thought_vectors[seq_id], v))
         sparse[topic] = term_cosine(seq_words, thread_terms(described, member_words, k))
     return dense, sparse
 
@@ -209,15 +253,24 @@ class Background:
 NO_BACKGROUND = Background()
 
 
-def decide(matches: Sequence[Match], tuning: Tuning, background: Background = NO_BACKGROUND) -> list[tuple[str, str]]:
+def decide(
+    matches: Sequence[Match], tuning: Tuning, background: Background = NO_BACKGROUND, parts: Parts = NO_PARTS
+) -> list[tuple[str, str]]:
     """The (thread topic, sequence id) pairs proposed under `tuning`: each thread judges on its own."""
     out: list[tuple[str, str]] = []
     m = tuning.best_thought
     for seq_id, dense, sparse, member_of in matches:
         sims: dict[str, float] = {}
         for topic in sorted(dense):
-            mean, best = dense[topic]
-            vector_part = (1.0 - m) * mean + m * best  # = embedding_part under `tuning` (linear in m)
+            mean, best, first, last, halves = dense[topic]
+            # = embedding_part under `tuning` (linear in m) when `parts` is all 0
+            vector_part = (
+                (1.0 - m - parts.first - parts.last - parts.halves) * mean
+                + m * best
+                + parts.first * first
+                + parts.last * last
+                + parts.halves * halves
+            )
             sims[topic] = similarity(vector_part, sparse[topic], tuning)
         total = sum(sims.values())
         for topic, sim in sims.items():
@@ -239,13 +292,14 @@ class Replay:
     a: list[Match]
     b: list[Match]
     background: Background = NO_BACKGROUND
+    parts: Parts = NO_PARTS
 
     def scores(self, tuning: Tuning) -> tuple[Score, Score]:
         """Flow A's and flow B's scores under `tuning`."""
         seeds = {t: set(s) for t, s in self.data.seeds.items()}
         return (
-            score(self.data, decide(self.a, tuning, self.background), seeds),
-            score(self.data, decide(self.b, tuning, self.background), seeds),
+            score(self.data, decide(self.a, tuning, self.background, self.parts), seeds),
+            score(self.data, decide(self.b, tuning, self.background, self.parts), seeds),
         )
 
 
@@ -286,19 +340,29 @@ def best_point(replays: Sequence[Replay], k: float, words: float, best: float = 
 
 
 def replays(
-    sets: Sequence[LabelledSet], corpora: Mapping[str, Corpus], k: float, background: Background = NO_BACKGROUND
+    sets: Sequence[LabelledSet],
+    corpora: Mapping[str, Corpus],
+    k: float,
+    background: Background = NO_BACKGROUND,
+    parts: Parts = NO_PARTS,
 ) -> list[Replay]:
     """Each split's matchings under blend `k`."""
-    return [Replay(d, matches_a(d, corpora[d.split], k), matches_b(d, corpora[d.split], k), background) for d in sets]
+    return [
+        Replay(d, matches_a(d, corpora[d.split], k), matches_b(d, corpora[d.split], k), background, parts) for d in sets
+    ]
 
 
 def run_sweep(
-    sets: Sequence[LabelledSet], embedder: Embedder, current: Tuning, background: Background = NO_BACKGROUND
+    sets: Sequence[LabelledSet],
+    embedder: Embedder,
+    current: Tuning,
+    background: Background = NO_BACKGROUND,
+    parts: Parts = NO_PARTS,
 ) -> None:
     """Print, per blend, words share and best-thought share, the steadiest point, then the curve at `current`."""
-    corpora = {d.split: corpus(d, embedder) for d in sets}
+    corpora = {d.split: corpus(d, embedder, parts.name_share) for d in sets}
     for k in BLENDS:
-        rs = replays(sets, corpora, k, background)
+        rs = replays(sets, corpora, k, background, parts)
         for words, best in itertools.product(WORDS, BEST):
             at = f"blend_k {k} words {words} best_thought {best}"
             found = best_point(rs, k, words, best)
@@ -309,14 +373,18 @@ def run_sweep(
             print(f"sweep {at}: threshold {tuning.threshold} (worst recall ±0.02 {worst:.3f})")
             for r in rs:
                 print(f"    {r.data.split}: {_fmt(*r.scores(tuning))}")
-    curve(sets, corpora, current, background)
+    curve(sets, corpora, current, background, parts)
 
 
 def curve(
-    sets: Sequence[LabelledSet], corpora: Mapping[str, Corpus], tuning: Tuning, background: Background = NO_BACKGROUND
+    sets: Sequence[LabelledSet],
+    corpora: Mapping[str, Corpus],
+    tuning: Tuning,
+    background: Background = NO_BACKGROUND,
+    parts: Parts = NO_PARTS,
 ) -> None:
     """Each split's scores at `tuning` and at thresholds from -0.04 to +0.04 around it, by 0.01."""
-    rs = replays(sets, corpora, tuning.blend_k, background)
+    rs = replays(sets, corpora, tuning.blend_k, background, parts)
     for step in range(-4, 5):
         t = Tuning(round(tuning.threshold + 0.01 * step, 2), tuning.words, tuning.blend_k, tuning.best_thought)
         for r in rs:
@@ -352,6 +420,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--background-prior", type=float, default=Background.prior)
     parser.add_argument("--background-weight", type=float, default=Background.weight)
+    parser.add_argument("--first-thought", type=float, default=0.0, help="measured, not shipped: see Parts")
+    parser.add_argument("--last-thought", type=float, default=0.0, help="measured, not shipped: see Parts")
+    parser.add_argument("--halves", type=float, default=0.0, help="measured, not shipped: see Parts")
+    parser.add_argument("--name-share", type=float, default=0.0, help="measured, not shipped: see Parts")
     parser.add_argument(
         "--curve", action="store_true", help="no grid: only the curve around the point (a report; test allowed)"
     )
@@ -363,10 +435,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     background = Background(args.background, args.background_prior, args.background_weight)
     if background.share:
         print(f"background {background}")
+    parts = Parts(args.first_thought, args.last_thought, args.halves, args.name_share)
+    if parts != NO_PARTS:
+        print(f"parts {parts}")
     if args.curve:
-        curve(sets, {d.split: corpus(d, embedder) for d in sets}, point, background)
+        curve(sets, {d.split: corpus(d, embedder, parts.name_share) for d in sets}, point, background, parts)
     else:
-        run_sweep(sets, embedder, point, background)
+        run_sweep(sets, embedder, point, background, parts)
 
 
 if __name__ == "__main__":
