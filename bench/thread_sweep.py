@@ -1,8 +1,8 @@
 """The calibration grid for thread proposals: both flows replayed in memory, on train and dev only.
 
-Uses the service's own rules (`library.proposals`: `sequence_vector`, `thread_vector`,
-`term_vector`, `thread_terms`, `embedding_part`, `similarity`) on one model's vectors of the
-labelled texts and on their index terms (`storage.threads.terms`, the keyword index's tokenizer),
+The replay itself is `bench.thread_replay`: the service's own rules (`library.proposals`:
+`sequence_vector`, `thread_vector`, `term_vector`, `thread_terms`, `embedding_part`,
+`similarity`) on one model's vectors of the labelled texts and on their index terms (`storage.threads.terms`, the keyword index's tokenizer),
 so a grid costs one embedding pass. Document frequencies are counted as the store would hold them
 at each matching: over every thought written so far (flow A grows them sequence by sequence). A
 blend fixes the three cosines of every pair a flow meets (the mean vector's, the closest
@@ -17,40 +17,26 @@ scoring); nothing there imports it.
     python -m bench.thread_sweep --curve --splits dev,test   # report the curve at the shipped point
     python -m bench.thread_sweep --curve --splits dev,train --words 0.6 --threshold 0.31 --background 0.25
         # measured, not shipped: each similarity less a share of the sequence's mean over its other threads
+    python -m bench.thread_sweep --curve --splits dev,train --threshold 0.36 --first-thought 0.2 --halves 0.5
+        # measured, not shipped: shares of the embedding part taken from the first thought's cosine and
+        # the closer half's (`--last-thought`, `--name-share`: see `Parts`)
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import apsw
-import numpy as np
-from numpy.typing import NDArray
 
 from bench.embed_cache import cached_embedder, model_tag
-from bench.eval_threads import LabelledSet, Score, load, score
+from bench.eval_threads import LabelledSet, Score, load
+from bench.thread_replay import NO_BACKGROUND, NO_PARTS, Background, Corpus, Parts, Replay, corpus, replays
 from thoughtline.library.embed import Embedder
 from thoughtline.library.proposals import (
     TUNING,
-    Terms,
     Tuning,
-    Vector,
-    embedding_part,
-    sequence_vector,
-    similarity,
-    term_cosine,
-    term_vector,
-    thread_terms,
-    thread_vector,
-    unit,
 )
-from thoughtline.storage.threads import terms
 
 THRESHOLDS = [round(0.15 + 0.01 * i, 2) for i in range(61)]
 WORDS = [0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
@@ -59,194 +45,6 @@ BEST = [0.0, 0.25, 0.5, 0.75, 1.0]
 MIN_PRECISION = 0.9
 # The chosen point must hold with the threshold moved this far either way.
 STEADY = 0.02
-
-# One matching of one sequence: its id, per thread topic the embeddings' two cosines (the mean
-# vector's and the closest thought's) and the words' cosine, and the threads it already belongs to
-# at that moment (never proposed to them).
-Match = tuple[str, dict[str, tuple[float, float]], dict[str, float], frozenset[str]]
-
-
-@dataclass(frozen=True)
-class Corpus:
-    """One split as a store sees it: sequence vectors, description vectors, and index terms."""
-
-    vectors: dict[str, Vector]
-    thought_vectors: dict[str, NDArray[np.float32]]  # sequence id -> its thoughts' vectors, in order
-    descriptions: dict[str, Vector | None]
-    counts: dict[str, Counter[str]]  # sequence id -> term counts over its thoughts
-    thought_terms: dict[str, list[frozenset[str]]]  # sequence id -> each thought's distinct terms
-    description_counts: dict[str, Counter[str]]
-
-
-def corpus(data: LabelledSet, embedder: Embedder) -> Corpus:
-    """Embed and tokenize one split (the tokenizer is the store's, on an in-memory connection)."""
-    conn = apsw.Connection(":memory:")
-    owners: list[str] = []
-    texts: list[str] = []
-    counts: dict[str, Counter[str]] = {}
-    per_thought: dict[str, list[frozenset[str]]] = {}
-    for seq in data.sequences:
-        counts[seq["id"]] = Counter()
-        per_thought[seq["id"]] = []
-        for t in seq["thoughts"]:
-            owners.append(seq["id"])
-            texts.append(" ".join(t["thought"].split()))
-            cut = terms(conn, t["thought"])
-            counts[seq["id"]].update(cut)
-            per_thought[seq["id"]].append(frozenset(cut))
-    matrix = embedder.embed(texts)
-    vectors: dict[str, Vector] = {}
-    thought_vectors: dict[str, NDArray[np.float32]] = {}
-    for seq in data.sequences:
-        thought_vectors[seq["id"]] = matrix[[i for i, o in enumerate(owners) if o == seq["id"]]]
-        v = sequence_vector(thought_vectors[seq["id"]])
-        if v is not None:
-            vectors[seq["id"]] = v
-    topics = sorted(data.threads)
-    described = [data.threads[t].get("description") or "" for t in topics]
-    dm = embedder.embed(described)
-    descriptions = {t: unit(dm[i]) if described[i] else None for i, t in enumerate(topics)}
-    description_counts = {t: Counter(terms(conn, described[i])) for i, t in enumerate(topics)}
-    conn.close()
-    return Corpus(vectors, thought_vectors, descriptions, counts, per_thought, description_counts)
-
-
-class Statistics:
-    """Document frequencies over the thoughts written so far, as the keyword index counts them."""
-
-    def __init__(self) -> None:
-        self.documents = 0
-        self.frequency: Counter[str] = Counter()
-
-    def add(self, thought_terms: Sequence[frozenset[str]]) -> None:
-        """Count one written sequence's thoughts."""
-        self.documents += len(thought_terms)
-        for distinct in thought_terms:
-            self.frequency.update(distinct)
-
-
-def _cosines(
-    data: LabelledSet, c: Corpus, stats: Statistics, members: Mapping[str, set[str]], k: float, seq_id: str
-) -> tuple[dict[str, tuple[float, float]], dict[str, float]]:
-    """One sequence's cosines against every thread, with the statistics and members of that moment."""
-    seq_words = term_vector(c.counts[seq_id], stats.frequency, stats.documents)
-    dense: dict[str, tuple[float, float]] = {}
-    sparse: dict[str, float] = {}
-    for topic in sorted(data.threads):
-        ids = [s for s in sorted(members[topic]) if s in c.vectors]
-        v = thread_vector(c.descriptions[topic], [c.vectors[s] for s in ids], k)
-        if v is None:
-            continue
-        described = term_vector(c.description_counts[topic], stats.frequency, stats.documents)
-        member_words: list[Terms] = [term_vector(c.counts[s], stats.frequency, stats.documents) for s in ids]
-        # The service's embedding part at the two ends of `best_thought`: the mean's and the closest thought's.
-        mean = embedding_part(c.vectors[seq_id], c.thought_vectors[seq_id], v, Tuning(0.0, 0.0, k, 0.0))
-        best = embedding_part(c.vectors[seq_id], c.thought_vectors[seq_id], v, Tuning(0.0, 0.0, k, 1.0))
-        dense[topic] = (mean, best)
-        sparse[topic] = term_cosine(seq_words, thread_terms(described, member_words, k))
-    return dense, sparse
-
-
-def _member_of(members: Mapping[str, set[str]], seq_id: str) -> frozenset[str]:
-    return frozenset(t for t, m in members.items() if seq_id in m)
-
-
-def completes(seq: Mapping[str, Any]) -> bool:
-    """Whether writing the sequence completes it, as the write path decides (not the `status` label).
-
-    A thought with `nextThoughtNeeded: false` completes its sequence; 72 train sequences labelled
-    active or abandoned end that way, and the real flow matches them.
-    """
-    return any(t["nextThoughtNeeded"] is False for t in seq["thoughts"])
-
-
-def matches_a(data: LabelledSet, c: Corpus, k: float) -> list[Match]:
-    """Threads first: seeds join at their first thought, each completed sequence is matched then."""
-    members: dict[str, set[str]] = {t: set() for t in data.threads}
-    seed_of = {s: t for t, seeds in data.seeds.items() for s in seeds}
-    stats = Statistics()
-    out: list[Match] = []
-    for seq in data.sequences:
-        stats.add(c.thought_terms[seq["id"]])
-        if seq["id"] in seed_of:
-            members[seed_of[seq["id"]]].add(seq["id"])
-        if not completes(seq) or seq["id"] not in c.vectors:
-            continue
-        dense, sparse = _cosines(data, c, stats, members, k, seq["id"])
-        out.append((seq["id"], dense, sparse, _member_of(members, seq["id"])))
-    return out
-
-
-def matches_b(data: LabelledSet, c: Corpus, k: float) -> list[Match]:
-    """Sequences first: every stored sequence against threads holding their two pinned seeds."""
-    members = {t: set(s) for t, s in data.seeds.items()}
-    stats = Statistics()
-    for seq in data.sequences:
-        stats.add(c.thought_terms[seq["id"]])
-    out: list[Match] = []
-    for seq in data.sequences:
-        if seq["id"] in c.vectors:
-            dense, sparse = _cosines(data, c, stats, members, k, seq["id"])
-            out.append((seq["id"], dense, sparse, _member_of(members, seq["id"])))
-    return out
-
-
-@dataclass(frozen=True)
-class Background:
-    """Measured, not shipped: the sequence's own background subtracted from each thread's similarity.
-
-    `share` λ of the sequence's mean similarity to the other active threads (member or not),
-    shrunk towards `prior` with `weight` pseudo-threads, so a store with one thread is judged
-    against `prior` instead of nothing: `similarity - λ · (Σ others + weight · prior) / (n + weight)`.
-    `share` 0 is the shipped rule.
-    """
-
-    share: float = 0.0
-    prior: float = 0.177  # dev's mean similarity over all flow-B pairs at words 0.6
-    weight: float = 3.0
-
-
-NO_BACKGROUND = Background()
-
-
-def decide(matches: Sequence[Match], tuning: Tuning, background: Background = NO_BACKGROUND) -> list[tuple[str, str]]:
-    """The (thread topic, sequence id) pairs proposed under `tuning`: each thread judges on its own."""
-    out: list[tuple[str, str]] = []
-    m = tuning.best_thought
-    for seq_id, dense, sparse, member_of in matches:
-        sims: dict[str, float] = {}
-        for topic in sorted(dense):
-            mean, best = dense[topic]
-            vector_part = (1.0 - m) * mean + m * best  # = embedding_part under `tuning` (linear in m)
-            sims[topic] = similarity(vector_part, sparse[topic], tuning)
-        total = sum(sims.values())
-        for topic, sim in sims.items():
-            if background.share:
-                others = len(sims) - 1
-                mass = (total - sim) + background.weight * background.prior
-                count = others + background.weight
-                sim -= background.share * (mass / count if count > 0 else 0.0)
-            if topic not in member_of and sim >= tuning.threshold:
-                out.append((topic, seq_id))
-    return out
-
-
-@dataclass
-class Replay:
-    """One split's matchings under one blend, ready to be decided at any threshold and words share."""
-
-    data: LabelledSet
-    a: list[Match]
-    b: list[Match]
-    background: Background = NO_BACKGROUND
-
-    def scores(self, tuning: Tuning) -> tuple[Score, Score]:
-        """Flow A's and flow B's scores under `tuning`."""
-        seeds = {t: set(s) for t, s in self.data.seeds.items()}
-        return (
-            score(self.data, decide(self.a, tuning, self.background), seeds),
-            score(self.data, decide(self.b, tuning, self.background), seeds),
-        )
 
 
 def _fmt(a: Score, b: Score) -> str:
@@ -285,20 +83,17 @@ def best_point(replays: Sequence[Replay], k: float, words: float, best: float = 
     return found
 
 
-def replays(
-    sets: Sequence[LabelledSet], corpora: Mapping[str, Corpus], k: float, background: Background = NO_BACKGROUND
-) -> list[Replay]:
-    """Each split's matchings under blend `k`."""
-    return [Replay(d, matches_a(d, corpora[d.split], k), matches_b(d, corpora[d.split], k), background) for d in sets]
-
-
 def run_sweep(
-    sets: Sequence[LabelledSet], embedder: Embedder, current: Tuning, background: Background = NO_BACKGROUND
+    sets: Sequence[LabelledSet],
+    embedder: Embedder,
+    current: Tuning,
+    background: Background = NO_BACKGROUND,
+    parts: Parts = NO_PARTS,
 ) -> None:
     """Print, per blend, words share and best-thought share, the steadiest point, then the curve at `current`."""
-    corpora = {d.split: corpus(d, embedder) for d in sets}
+    corpora = {d.split: corpus(d, embedder, parts.name_share) for d in sets}
     for k in BLENDS:
-        rs = replays(sets, corpora, k, background)
+        rs = replays(sets, corpora, k, background, parts)
         for words, best in itertools.product(WORDS, BEST):
             at = f"blend_k {k} words {words} best_thought {best}"
             found = best_point(rs, k, words, best)
@@ -309,14 +104,18 @@ def run_sweep(
             print(f"sweep {at}: threshold {tuning.threshold} (worst recall ±0.02 {worst:.3f})")
             for r in rs:
                 print(f"    {r.data.split}: {_fmt(*r.scores(tuning))}")
-    curve(sets, corpora, current, background)
+    curve(sets, corpora, current, background, parts)
 
 
 def curve(
-    sets: Sequence[LabelledSet], corpora: Mapping[str, Corpus], tuning: Tuning, background: Background = NO_BACKGROUND
+    sets: Sequence[LabelledSet],
+    corpora: Mapping[str, Corpus],
+    tuning: Tuning,
+    background: Background = NO_BACKGROUND,
+    parts: Parts = NO_PARTS,
 ) -> None:
     """Each split's scores at `tuning` and at thresholds from -0.04 to +0.04 around it, by 0.01."""
-    rs = replays(sets, corpora, tuning.blend_k, background)
+    rs = replays(sets, corpora, tuning.blend_k, background, parts)
     for step in range(-4, 5):
         t = Tuning(round(tuning.threshold + 0.01 * step, 2), tuning.words, tuning.blend_k, tuning.best_thought)
         for r in rs:
@@ -352,6 +151,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--background-prior", type=float, default=Background.prior)
     parser.add_argument("--background-weight", type=float, default=Background.weight)
+    parser.add_argument("--first-thought", type=float, default=0.0, help="measured, not shipped: see Parts")
+    parser.add_argument("--last-thought", type=float, default=0.0, help="measured, not shipped: see Parts")
+    parser.add_argument("--halves", type=float, default=0.0, help="measured, not shipped: see Parts")
+    parser.add_argument("--name-share", type=float, default=0.0, help="measured, not shipped: see Parts")
     parser.add_argument(
         "--curve", action="store_true", help="no grid: only the curve around the point (a report; test allowed)"
     )
@@ -363,10 +166,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     background = Background(args.background, args.background_prior, args.background_weight)
     if background.share:
         print(f"background {background}")
+    parts = Parts(args.first_thought, args.last_thought, args.halves, args.name_share)
+    if parts != NO_PARTS:
+        print(f"parts {parts}")
     if args.curve:
-        curve(sets, {d.split: corpus(d, embedder) for d in sets}, point, background)
+        curve(sets, {d.split: corpus(d, embedder, parts.name_share) for d in sets}, point, background, parts)
     else:
-        run_sweep(sets, embedder, point, background)
+        run_sweep(sets, embedder, point, background, parts)
 
 
 if __name__ == "__main__":
