@@ -10,7 +10,7 @@ from mcp import Client
 
 from tests.api_support import api_client, body
 from tests.support import structured, text
-from tests.thread_support import Served, call, connected, create, refused, served, think
+from tests.thread_support import WIDEST_NAME, Served, call, connected, create, refused, served, think
 from thoughtline.config import Settings
 
 pytestmark = pytest.mark.anyio
@@ -107,3 +107,23 @@ async def test_a_cursor_from_the_rest_list_continues_in_manage_sequence_list(app
         rest = await call(client, "manage_sequence", action="list", cursor=first["nextCursor"], order="created")
     assert [s["sequenceId"] for s in first["sequences"] + rest["sequences"]] == written
     assert rest["nextCursor"] is None
+
+
+async def test_the_cursor_of_a_thread_filter_with_the_longest_folding_name_is_accepted_on_the_tool_and_rest(
+    app: Served,
+) -> None:
+    widest = WIDEST_NAME
+    async with connected(app) as client:
+        await create(client, widest)
+        await apart(app, client, 2, threads=[widest])
+        page = await call(client, "manage_sequence", action="list", thread=widest, limit=1)
+        assert len(page["nextCursor"]) > 500
+        more = await call(client, "manage_sequence", action="list", thread=widest, limit=1, cursor=page["nextCursor"])
+    async with api_client(app) as api:
+        rest = body(
+            await api.get("/sequences", params={"thread": widest, "limit": 1, "cursor": page["nextCursor"]}), 200
+        )
+    assert len(more["sequences"]) == len(rest["sequences"]) == 1
+    assert (
+        more["sequences"][0]["sequenceId"] == rest["sequences"][0]["sequenceId"] != page["sequences"][0]["sequenceId"]
+    )

@@ -13,7 +13,7 @@ from tests.api_support import api_client, body, refusal
 from tests.pages_support import running_library
 from tests.support import TOKEN, mcp_client, text
 from tests.test_pages_signin import signed_in
-from tests.thread_support import Served, call, connected, create, refused, served
+from tests.thread_support import WIDEST_NAME, Served, call, connected, create, refused, served
 from thoughtline.config import Settings
 from thoughtline.library.threads import DEFAULT_THREAD_PAGE, MAX_THREAD_PAGE
 
@@ -102,13 +102,7 @@ async def test_the_threads_page_shows_a_page_of_threads_and_links_to_the_next(tm
 
 
 async def test_the_cursor_after_the_longest_folding_name_is_accepted_on_the_tool_and_rest(app: Served) -> None:
-    widest = (  # compatibility characters whose folded key runs past 1,000 characters
-        "\u332e\u3332\u3304\u3321\U0001f244\u2a0c\u3313\u222d\u3308\u330c\U0001d1bd\u334f\ufdfa"
-        "\u337f\u3304\u3351\u3311\u332c\u3319\u222d\u3302\u3350\u3340\U0001d163\u3333\u3316"
-        "\U0001f241\u3300\u3316\ufdfb\u333b\u3351\u3320\u3312\u330f\u3356\u3344\u3339\U0001d1be"
-        "\u3348\u3332\u3304\u3324\U0001f240\u332b\u3341\u3354\u3334\U0001d164\u3348\U0001d1c0\u321e"
-        "\u321e\u331a\u330b\U0001f240\ufdfb\U0001f243\u330c\u3315\u3317\u332c\u3316\u331b"
-    )
+    widest = WIDEST_NAME
     async with connected(app) as client:
         await create(client, widest)
         await create(client, "\U00020000zz")  # sorts after it

@@ -26,6 +26,17 @@ _COUNTS = (
 )
 
 
+# A valid thread name of compatibility characters whose folded key runs past 1,000 characters and
+# does not compress: a cursor that carries it is long (itsdangerous compresses what it can).
+WIDEST_NAME = (
+    "\u332e\u3332\u3304\u3321\U0001f244\u2a0c\u3313\u222d\u3308\u330c\U0001d1bd\u334f\ufdfa"
+    "\u337f\u3304\u3351\u3311\u332c\u3319\u222d\u3302\u3350\u3340\U0001d163\u3333\u3316"
+    "\U0001f241\u3300\u3316\ufdfb\u333b\u3351\u3320\u3312\u330f\u3356\u3344\u3339\U0001d1be"
+    "\u3348\u3332\u3304\u3324\U0001f240\u332b\u3341\u3354\u3334\U0001d164\u3348\U0001d1c0\u321e"
+    "\u321e\u331a\u330b\U0001f240\ufdfb\U0001f243\u330c\u3315\u3317\u332c\u3316\u331b"
+)
+
+
 class MovableClock:
     """A clock the test moves by hand (starts at a fixed instant)."""
 

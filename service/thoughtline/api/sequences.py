@@ -33,7 +33,7 @@ async def list_sequences(call: Call) -> Response:
     status = optional_one_of(args, "status", STATUSES)
     thread = coerce_str(args, "thread", max_chars=128)
     limit = coerce_int(args, "limit", high=MAX_LIMIT) or DEFAULT_LIMIT
-    cursor = coerce_str(args, "cursor", max_chars=500)
+    cursor = coerce_str(args, "cursor", max_chars=sequences.MAX_LIST_CURSOR)
     order = optional_one_of(args, "order", sequences.LIST_ORDERS) or sequences.DEFAULT_ORDER
     return ok(page_json(await sequences.list_sequences(call.store, status, thread, limit, cursor, order)))
 

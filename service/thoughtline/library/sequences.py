@@ -32,6 +32,9 @@ LIFECYCLE_ACTIONS = tuple(TARGET_STATUS)
 # recent work, "created" for a client walking every page, whose key never moves.
 LIST_ORDERS = lifecycle_store.LIST_ORDERS
 DEFAULT_ORDER = "updated"
+# A cursor with a thread filter carries the name's folded key (over 1,000 characters for the widest
+# valid names, JSON-escaped): the tool and REST accept what `list_sequences` issues.
+MAX_LIST_CURSOR = 4096
 _CURSOR_PURPOSE = {"updated": cursors.Purpose.SEQUENCES, "created": cursors.Purpose.SEQUENCES_CREATED}
 
 

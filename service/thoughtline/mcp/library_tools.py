@@ -286,7 +286,7 @@ async def _list(args: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
     status = optional_one_of(args, "status", STATUSES)
     limit = coerce_int(args, "limit", high=MAX_LIMIT) or DEFAULT_LIMIT
     thread = coerce_str(args, "thread", max_chars=128)
-    cursor = coerce_str(args, "cursor", max_chars=500)
+    cursor = coerce_str(args, "cursor", max_chars=sequences.MAX_LIST_CURSOR)
     order = optional_one_of(args, "order", sequences.LIST_ORDERS) or sequences.DEFAULT_ORDER
     page = await sequences.list_sequences(ctx.store, status, thread, limit, cursor, order)
     structured = page_json(page)
