@@ -45,8 +45,9 @@ day), thread (restricts, never boosts)."""
 
 MANAGE_DESCRIPTION = """Change a reasoning sequence's lifecycle: pause, resume, complete or abandon it.
 
-resume returns the sequence's last thought so you can continue where it stopped (then call
-sequentialthinking with the same sequenceId)."""
+resume returns the sequence's last thought so you can continue where it stopped: its text names the
+arguments of the next thought (sequenceId, the last thought's branchId if it was on a branch, and the
+next free thoughtNumber there) for sequentialthinking."""
 
 MANAGE_DISCOVERY = (
     " action 'list' shows your sequences a page at a time, most recently updated first, optionally by status or "
