@@ -67,5 +67,9 @@ def render_transcript(sequence: dict[str, Any], thoughts: list[dict[str, Any]], 
             tags.append(t["event"])
         lines += ["", " · ".join(tags), t["thought"]]
     if next_cursor:
-        lines += ["", f"More thoughts follow; pass cursor={next_cursor} to continue."]
+        lines += [
+            "",
+            f"More thoughts follow: call get_thought_history with sequenceId {sequence['sequenceId']} and cursor "
+            f"{next_cursor} to continue (the cursor keeps this page's order and branchId).",
+        ]
     return "\n".join(lines)

@@ -86,5 +86,9 @@ def _render_list(result: Mapping[str, Any], thread: str | None) -> str:
         lines.append(f"  {p['sequenceId']} · evidence: {p['evidence']}")
     lines.append("Accept or reject each with review_proposals action 'accept' / 'reject' and its proposalId.")
     if result["nextCursor"]:
-        lines.append(f"More proposals follow; pass cursor={result['nextCursor']} to continue.")
+        same = f", thread {thread!r}" if thread else ""
+        lines.append(
+            f"More proposals follow: call review_proposals action 'list' with cursor {result['nextCursor']!r}{same} "
+            "to continue."
+        )
     return "\n".join([*lines, *_still_matching(result)])

@@ -170,7 +170,10 @@ THOUGHT_OUTPUT_NO_RELATED = {
 HISTORY_INPUT = _obj(
     {
         "sequenceId": _SEQ_ID,
-        "cursor": {"type": "string", "description": "nextCursor from the previous page."},
+        "cursor": {
+            "type": "string",
+            "description": "nextCursor from the previous page; it keeps that call's order and branchId.",
+        },
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_HISTORY_LIMIT, "default": 50},
         "order": {"type": "string", "enum": ["asc", "desc"], "default": "asc"},
         "branchId": {**_BRANCH_ID, "description": "'main' for the main path, or one branch's id."},

@@ -155,7 +155,8 @@ def _render(result: Mapping[str, Any]) -> str:
         if result["nextCursor"]:
             head = (
                 f"{counted(count, 'thread')} by name; {len(found)} listed here. For the next page call "
-                f"configure_thread action 'list' with cursor {result['nextCursor']!r}."
+                f"configure_thread action 'list' with cursor {result['nextCursor']!r}"
+                + (", includeArchived true." if result["includeArchived"] else ".")
             )
         return "\n".join([head, *(f"- {_thread_line(t)}" for t in found)])
     if action == "delete":

@@ -223,7 +223,9 @@ earlier sequences of yours on the same problem (`related`): read them before rep
 
 HISTORY_DESCRIPTION = """Read back a stored reasoning sequence, oldest first by default, one page at a time.
 
-Pass the sequenceId from sequentialthinking. Follow nextCursor until it is null to read everything.
+Pass the sequenceId from sequentialthinking. Follow nextCursor until it is null to read everything: a
+cursor keeps the order and branchId of the call that returned it, so sequenceId and cursor are enough
+(an order or branchId sent with it must be the same).
 branchId: 'main' for the main path only, or a branch's id for that branch's own thoughts."""
 
 DELETE_DESCRIPTION = """Permanently delete a reasoning sequence: its thoughts, branches and search data.
