@@ -9,14 +9,13 @@ from thoughtline.domain.thinking import (
     BranchInfo,
     SequenceState,
     ThoughtRef,
-    headline,
     lineage,
     make_title,
-    notes,
     plan_thought,
     resolve,
     resolve_from,
 )
+from thoughtline.domain.write_text import headline, notes
 from thoughtline.errors import DomainError
 
 

@@ -236,7 +236,7 @@ def plan_thought(inp: ThoughtInput, state: SequenceState | None, find: Finder) -
         if revises is None:
             raise DomainError(
                 "revision_target_not_found",
-                f"thought {inp.revises_thought} is not visible from {_where(inp.branch_id)}; "
+                f"thought {inp.revises_thought} is not visible from {scope_name(inp.branch_id)}; "
                 "revise a thought that was written on this branch or before its fork point.",
             )
     # A new branch has no thoughts of its own yet, so only the main path or an existing branch can reuse.
@@ -306,7 +306,8 @@ def _names(branches: Mapping[str, BranchInfo]) -> str:
     return ", ".join(sorted(branches)) or "none yet"
 
 
-def _where(branch_id: str | None) -> str:
+def scope_name(branch_id: str | None) -> str:
+    """The main path or a branch, as messages name it."""
     return f"branch '{branch_id}'" if branch_id else "the main path"
 
 
@@ -320,43 +321,3 @@ def make_title(text: str) -> str:
     """A sequence's title: its first thought with whitespace collapsed, at most 160 characters."""
     flat = re.sub(r"\s+", " ", text).strip()
     return flat if len(flat) <= TITLE_CHARS else flat[: TITLE_CHARS - 1].rstrip() + "…"
-
-
-def headline(inp: ThoughtInput, plan: Plan) -> str:
-    """`Thought 3/5`, `Branch alt from thought 2 · 3/6`, `Revision of thought 1 · 4/6`, …"""
-    parts: list[str] = []
-    if plan.new_branch is not None:
-        parts.append(f"Branch {plan.new_branch.name} from thought {plan.new_branch.from_thought}")
-    elif plan.branch is not None:
-        parts.append(f"Branch {plan.branch.name}")
-    if inp.revises_thought is not None:
-        parts.append(f"Revision of thought {inp.revises_thought}")
-    counter = f"{inp.thought_number}/{plan.total_thoughts}"
-    return " · ".join([*parts, counter]) if parts else f"Thought {counter}"
-
-
-def notes(inp: ThoughtInput, plan: Plan) -> list[str]:
-    """The `Note:` lines for accepted-but-flagged writes."""
-    lines: list[str] = []
-    if plan.reopened:
-        lines.append(f"Note: this sequence was {plan.left_status}; this thought reopens it (status: active).")
-    elif plan.left_status is not None:
-        lines.append(f"Note: this sequence was {plan.left_status}; this final thought marks it {plan.status}.")
-    if plan.number_reused:
-        lines.append(
-            f"Note: thought {inp.thought_number} already exists on {_where(plan.branch_name)}; both are kept "
-            f"and later references to {inp.thought_number} mean this newer one."
-        )
-    if plan.total_raised:
-        lines.append(
-            f"Note: thoughtNumber {inp.thought_number} was above totalThoughts {inp.total_thoughts}; "
-            f"totalThoughts is now {plan.total_thoughts}."
-        )
-    return lines
-
-
-def render_write(inp: ThoughtInput, plan: Plan, sequence_id: str, count: int, extra_notes: Sequence[str] = ()) -> str:
-    """The human-readable result of an accepted thought; `extra_notes` are decided outside planning."""
-    head = [headline(inp, plan), *extra_notes, *notes(inp, plan)]
-    stored = f"{count} thought{'s' if count != 1 else ''} stored"
-    return "\n".join([*head, "", inp.thought, "", f"Sequence: {sequence_id} · {stored}"])

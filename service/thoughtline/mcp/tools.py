@@ -21,7 +21,7 @@ from mcp_types import INVALID_PARAMS
 from thoughtline.clock import Clock, now_ms
 from thoughtline.domain import arguments
 from thoughtline.domain.arguments import MAX_BRANCHES, ThoughtInput
-from thoughtline.domain.thinking import render_write
+from thoughtline.domain.write_text import render_write
 from thoughtline.errors import DomainError, InternalError, ThoughtlineError
 from thoughtline.identity import current_principal
 from thoughtline.library.related_open import Related, RelatedOnOpen
