@@ -234,10 +234,15 @@ def plan_thought(inp: ThoughtInput, state: SequenceState | None, find: Finder) -
         )
         revises = resolve(inp.revises_thought, hops, find) if state is not None else None
         if revises is None:
+            # The main path has no fork point: only its own thoughts are visible from it.
+            visible = (
+                "revise a thought that was written on this branch or before its fork point"
+                if inp.branch_id is not None
+                else "revise a thought that was written on the main path (a branch's thoughts are not visible from it)"
+            )
             raise DomainError(
                 "revision_target_not_found",
-                f"thought {inp.revises_thought} is not visible from {scope_name(inp.branch_id)}; "
-                "revise a thought that was written on this branch or before its fork point.",
+                f"thought {inp.revises_thought} is not visible from {scope_name(inp.branch_id)}; {visible}.",
             )
     # A new branch has no thoughts of its own yet, so only the main path or an existing branch can reuse.
     number_reused = (

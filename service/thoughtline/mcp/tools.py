@@ -129,7 +129,8 @@ def related_line(related: Sequence[Related]) -> str:
     for r in related:
         title = r.title if len(r.title) <= RELATED_TITLE_CHARS else r.title[: RELATED_TITLE_CHARS - 1].rstrip() + "…"
         named.append(f'"{title}" ({r.sequence_id})')
-    return f"Related earlier reasoning: {', '.join(named)}; read it with get_thought_history."
+    them = "it" if len(named) == 1 else "them"
+    return f"Related earlier reasoning: {', '.join(named)}; read {them} with get_thought_history."
 
 
 def _think_handler(library: bool, related: RelatedOnOpen | None) -> Handler:
