@@ -225,6 +225,16 @@ def test_headlines_name_branch_starts_continuations_and_revisions(book: Book) ->
     assert headline(plain, plan_thought(plain, book.state(), book.find)) == "Thought 4/10"
 
 
+def test_a_nested_branch_start_names_the_branch_that_owns_its_fork_thought(book: Book) -> None:
+    nested = thought(5, branch_id="B", branch_from_thought=4, branch_from_branch_id="A")
+    assert (
+        headline(nested, plan_thought(nested, book.state(), book.find)) == "Branch B from thought 4 of branch A · 5/10"
+    )
+    # "thought 1 of A" is main's 1 (A has no 1 of its own), so the headline names no branch.
+    inherited = thought(2, branch_id="C", branch_from_thought=1, branch_from_branch_id="A")
+    assert headline(inherited, plan_thought(inherited, book.state(), book.find)) == "Branch C from thought 1 · 2/10"
+
+
 def test_a_branch_continues_with_its_own_declaration_after_the_fork_number_is_reused(book: Book) -> None:
     # main's 2 is written again after A forked from it: A's unchanged declaration still names A's fork.
     book.add(None, 2)

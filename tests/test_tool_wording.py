@@ -114,3 +114,28 @@ def test_the_related_line_reads_it_for_one_sequence_and_them_for_several() -> No
 
     assert related_line([related(1)]).endswith("; read it with get_thought_history.")
     assert related_line([related(1), related(2)]).endswith("; read them with get_thought_history.")
+
+
+# --- sequentialthinking results --------------------------------------------------------------
+
+
+async def test_a_nested_branch_first_write_names_its_parent_branch(app: Served) -> None:
+    async with connected(app) as client:
+        seq = await think(client, "one")
+        await think(client, "two", 2, sequenceId=seq)
+        await think(client, "A 1", 1, sequenceId=seq, branchId="A", branchFromThought=2)
+        await think(client, "A 2", 2, sequenceId=seq, branchId="A")
+        nested = await client.call_tool(
+            "sequentialthinking",
+            {
+                "thought": "B 1",
+                "thoughtNumber": 1,
+                "totalThoughts": 2,
+                "nextThoughtNeeded": True,
+                "sequenceId": seq,
+                "branchId": "B",
+                "branchFromThought": 2,
+                "branchFromBranchId": "A",
+            },
+        )
+    assert text(nested).splitlines()[0] == "Branch B from thought 2 of branch A · 1/2"

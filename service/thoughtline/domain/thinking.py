@@ -122,6 +122,7 @@ class NewBranch:
     parent: int | None
     from_thought: int
     fork_position: int
+    parent_name: str | None = None  # the name of `parent` (None = the main path)
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,8 @@ def plan_thought(inp: ThoughtInput, state: SequenceState | None, find: Finder) -
             fork = _fork_point(inp, state, find)
             if branch is None:
                 _check_room(state)
-                new_branch = NewBranch(inp.branch_id, fork.branch, inp.branch_from_thought, fork.position)
+                owner = None if fork.branch is None or state is None else state.branch_by_key(fork.branch).name
+                new_branch = NewBranch(inp.branch_id, fork.branch, inp.branch_from_thought, fork.position, owner)
             elif not _same_fork(fork, branch) and not _declared_then(inp, state, find, branch):
                 raise DomainError(
                     "branch_conflict",

@@ -15,7 +15,10 @@ def headline(inp: ThoughtInput, plan: Plan) -> str:
     """`Thought 3/5`, `Branch alt from thought 2 · 3/6`, `Revision of thought 1 · 4/6`, …"""
     parts: list[str] = []
     if plan.new_branch is not None:
-        parts.append(f"Branch {plan.new_branch.name} from thought {plan.new_branch.from_thought}")
+        # A fork from inside another branch names it: "from thought 2" alone reads as the main path's 2.
+        parent = plan.new_branch.parent_name
+        of = f" of branch {parent}" if parent is not None else ""
+        parts.append(f"Branch {plan.new_branch.name} from thought {plan.new_branch.from_thought}{of}")
     elif plan.branch is not None:
         parts.append(f"Branch {plan.branch.name}")
     if inp.revises_thought is not None:
