@@ -178,10 +178,11 @@ def test_flags_reopen_reuse_and_raised_total(book: Book) -> None:
         ("abandoned", False, False, "abandoned", "this final thought marks it completed"),
         ("completed", False, False, None, None),
         ("active", True, False, None, None),
-        ("paused", False, False, None, None),
+        ("paused", True, False, "paused", "Note: this sequence was paused; this thought makes it active again"),
+        ("paused", False, False, "paused", "Note: this sequence was paused; this final thought marks it completed"),
     ],
 )
-def test_only_a_write_that_changes_an_ended_status_is_flagged_and_the_note_says_what_it_was(
+def test_a_write_that_changes_an_ended_or_paused_status_says_what_it_was_and_only_an_ended_one_is_reopened(
     book: Book, was: str, keeps_going: bool, reopened: bool, left: str | None, note: str | None
 ) -> None:
     inp = ThoughtInput("x", keeps_going, 6, 10, sequence_id="seq_" + "0" * 32)

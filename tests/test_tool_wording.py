@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
-from tests.support import text
+from tests.support import structured, text
 from tests.thread_support import Served, call, connected, create, refused, served, think
 from thoughtline.config import Settings
 from thoughtline.library.related_open import Related
@@ -139,3 +140,15 @@ async def test_a_nested_branch_first_write_names_its_parent_branch(app: Served) 
             },
         )
     assert text(nested).splitlines()[0] == "Branch B from thought 2 of branch A · 1/2"
+
+
+async def test_a_write_to_a_paused_sequence_says_it_is_active_again_without_calling_it_reopened(app: Served) -> None:
+    async with connected(app) as client:
+        seq = await think(client, "one")
+        await call(client, "manage_sequence", action="pause", sequenceId=seq)
+        args: dict[str, Any] = {"thought": "two", "thoughtNumber": 2, "totalThoughts": 3, "nextThoughtNeeded": True}
+        written = await client.call_tool("sequentialthinking", {**args, "sequenceId": seq})
+        history = await call(client, "get_thought_history", sequenceId=seq)
+    assert "Note: this sequence was paused; this thought makes it active again." in text(written).splitlines()
+    assert "reopened" not in structured(written)
+    assert history["sequence"]["status"] == "active"

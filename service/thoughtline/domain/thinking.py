@@ -137,7 +137,8 @@ class Plan:
     reopened: bool
     number_reused: bool
     status: Status
-    # The ended status (completed or abandoned) this write moves the sequence out of, else None.
+    # The status other than active (completed, abandoned or paused) this write moves the sequence
+    # out of, else None; only leaving an ended one is `reopened` (SPEC §2.1).
     left_status: Status | None = None
 
     @property
@@ -255,16 +256,18 @@ def plan_thought(inp: ThoughtInput, state: SequenceState | None, find: Finder) -
     total = max(inp.total_thoughts, inp.thought_number)
     status: Status = "active" if inp.next_thought_needed else "completed"
     # Only a change of status is news: a final thought after a final one reopens nothing, while
-    # a write to an abandoned sequence revives it as surely as one to a completed sequence.
-    ended = state.status if state is not None and state.status in ENDED else None
-    left = ended if ended != status else None
+    # a write to an abandoned sequence revives it as surely as one to a completed sequence. A paused
+    # sequence made active again is news too (someone paused it), though SPEC's `reopened` is for
+    # ended sequences only.
+    before = state.status if state is not None else None
+    left = before if before is not None and before != "active" and before != status else None
     return Plan(
         branch=branch,
         new_branch=new_branch,
         revises=revises,
         total_thoughts=total,
         total_raised=total != inp.total_thoughts,
-        reopened=left is not None and status == "active",
+        reopened=left in ENDED and status == "active",
         number_reused=number_reused,
         status=status,
         left_status=left,

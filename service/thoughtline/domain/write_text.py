@@ -32,6 +32,8 @@ def notes(inp: ThoughtInput, plan: Plan) -> list[str]:
     lines: list[str] = []
     if plan.reopened:
         lines.append(f"Note: this sequence was {plan.left_status}; this thought reopens it (status: active).")
+    elif plan.left_status == "paused" and plan.status == "active":
+        lines.append("Note: this sequence was paused; this thought makes it active again.")
     elif plan.left_status is not None:
         lines.append(f"Note: this sequence was {plan.left_status}; this final thought marks it {plan.status}.")
     if plan.number_reused:
