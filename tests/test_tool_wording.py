@@ -152,3 +152,13 @@ async def test_a_write_to_a_paused_sequence_says_it_is_active_again_without_call
     assert "Note: this sequence was paused; this thought makes it active again." in text(written).splitlines()
     assert "reopened" not in structured(written)
     assert history["sequence"]["status"] == "active"
+
+
+async def test_manage_sequence_declares_itself_a_write_tool_that_is_not_idempotent(app: Served) -> None:
+    async with connected(app) as client:
+        tools = {t.name: t.annotations for t in (await client.list_tools()).tools}
+    manage, delete = tools["manage_sequence"], tools["delete_thought_sequence"]
+    assert manage is not None
+    assert delete is not None
+    assert (manage.read_only_hint, manage.destructive_hint, manage.idempotent_hint) == (False, False, False)
+    assert (delete.read_only_hint, delete.destructive_hint) == (False, True)

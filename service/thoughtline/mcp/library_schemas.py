@@ -197,11 +197,12 @@ def manage_tool(discovery: bool) -> types.Tool:
                 },
             },
         },
+        # A write tool, so not idempotent (SPEC §2.4), though pausing twice leaves what pausing once did.
         annotations=types.ToolAnnotations(
             title="Manage sequence",
             read_only_hint=False,
             destructive_hint=False,
-            idempotent_hint=True,
+            idempotent_hint=False,
             open_world_hint=False,
         ),
     )
