@@ -162,3 +162,14 @@ async def test_manage_sequence_declares_itself_a_write_tool_that_is_not_idempote
     assert delete is not None
     assert (manage.read_only_hint, manage.destructive_hint, manage.idempotent_hint) == (False, False, False)
     assert (delete.read_only_hint, delete.destructive_hint) == (False, True)
+
+
+async def test_the_threads_schema_says_a_lone_name_string_is_taken_as_a_list_and_it_is(app: Served) -> None:
+    async with connected(app) as client:
+        tools = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+        await create(client, "pg")
+        seq = await think(client, "one", threads="pg")
+        history = await call(client, "get_thought_history", sequenceId=seq)
+    described = tools["sequentialthinking"]["properties"]["threads"]["description"]
+    assert 'One name sent as a plain string ("billing") is taken as a list of that one name.' in described
+    assert history["sequence"]["threads"] == ["pg"]

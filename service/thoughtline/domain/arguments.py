@@ -242,6 +242,8 @@ def parse_event(value: Any) -> str | None:
 def _parse_threads(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
+    # On purpose: clients send a lone name as a string as often as in a list, and it can mean only
+    # that one thread (the schema's description says so).
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):

@@ -75,7 +75,8 @@ THOUGHT_INPUT = _obj(
             "type": "array",
             "items": {"type": "string", "minLength": 1, "maxLength": MAX_NAME},
             "maxItems": MAX_THREADS_PER_CALL,
-            "description": f"Existing thread names this sequence belongs to, at most {MAX_THREADS_PER_CALL} per call.",
+            "description": f"Existing thread names this sequence belongs to, at most {MAX_THREADS_PER_CALL} per call. "
+            'One name sent as a plain string ("billing") is taken as a list of that one name.',
         },
         "parentSequenceId": {
             **_SEQ_ID,
