@@ -85,8 +85,8 @@ async def test_a_list_cursor_is_refused_when_edited_reused_with_other_filters_or
         foreign = refusal(await api.get("/sequences", params={"cursor": history["nextCursor"]}), 400)
         crossed = refusal(await api.get(f"/sequences/{seq}", params={"cursor": cursor}), 400)
     assert forged[0] == other[0] == foreign[0] == crossed[0] == "invalid_input"
-    assert "edited or foreign" in foreign[1]
-    assert "edited or foreign" in crossed[1]
+    assert "issued for another tool or list" in foreign[1]
+    assert "issued for another tool or list" in crossed[1]
     assert "'cursor'" in forged[1]
     assert "filters" in other[1]
 

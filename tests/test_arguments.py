@@ -115,7 +115,9 @@ def test_history_limits_are_refused_not_clamped() -> None:
     assert "maxCharacters" in refused(parse_history, {"sequenceId": SEQ, "maxCharacters": 250_001})
     assert "order" in refused(parse_history, {"sequenceId": SEQ, "order": "newest"})
     page = parse_history({"sequenceId": SEQ})
-    assert (page.limit, page.max_characters, page.order) == (50, 60_000, "asc")
+    # An order left out stays None: ascending without a cursor, the cursor's own order with one.
+    assert (page.limit, page.max_characters, page.order) == (50, 60_000, None)
+    assert parse_history({"sequenceId": SEQ, "order": "desc"}).order == "desc"
 
 
 @pytest.mark.parametrize("confirm", [None, False, "yes", 1, "TRUE ", []])

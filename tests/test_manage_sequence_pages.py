@@ -91,7 +91,7 @@ async def test_manage_sequence_list_refuses_an_edited_foreign_or_mismatched_curs
         "invalid_input"
     }
     assert "start again without one" in edited[1]
-    assert "edited or foreign" in foreign[1]
+    assert "issued for another tool or list" in foreign[1]
     assert other_status[1] == dropped_thread[1]
     assert "'status' or 'thread' filters; pass the same ones" in other_status[1]
     assert other_order[1] == "'cursor' was issued for 'order' 'updated'; pass the same 'order', or start again."

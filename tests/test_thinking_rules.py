@@ -9,14 +9,13 @@ from thoughtline.domain.thinking import (
     BranchInfo,
     SequenceState,
     ThoughtRef,
-    headline,
     lineage,
     make_title,
-    notes,
     plan_thought,
     resolve,
     resolve_from,
 )
+from thoughtline.domain.write_text import headline, notes
 from thoughtline.errors import DomainError
 
 
@@ -179,10 +178,11 @@ def test_flags_reopen_reuse_and_raised_total(book: Book) -> None:
         ("abandoned", False, False, "abandoned", "this final thought marks it completed"),
         ("completed", False, False, None, None),
         ("active", True, False, None, None),
-        ("paused", False, False, None, None),
+        ("paused", True, False, "paused", "Note: this sequence was paused; this thought makes it active again"),
+        ("paused", False, False, "paused", "Note: this sequence was paused; this final thought marks it completed"),
     ],
 )
-def test_only_a_write_that_changes_an_ended_status_is_flagged_and_the_note_says_what_it_was(
+def test_a_write_that_changes_an_ended_or_paused_status_says_what_it_was_and_only_an_ended_one_is_reopened(
     book: Book, was: str, keeps_going: bool, reopened: bool, left: str | None, note: str | None
 ) -> None:
     inp = ThoughtInput("x", keeps_going, 6, 10, sequence_id="seq_" + "0" * 32)
@@ -224,6 +224,16 @@ def test_headlines_name_branch_starts_continuations_and_revisions(book: Book) ->
     assert headline(rev, plan_thought(rev, book.state(), book.find)) == "Revision of thought 1 · 4/10"
     plain = thought(4)
     assert headline(plain, plan_thought(plain, book.state(), book.find)) == "Thought 4/10"
+
+
+def test_a_nested_branch_start_names_the_branch_that_owns_its_fork_thought(book: Book) -> None:
+    nested = thought(5, branch_id="B", branch_from_thought=4, branch_from_branch_id="A")
+    assert (
+        headline(nested, plan_thought(nested, book.state(), book.find)) == "Branch B from thought 4 of branch A · 5/10"
+    )
+    # "thought 1 of A" is main's 1 (A has no 1 of its own), so the headline names no branch.
+    inherited = thought(2, branch_id="C", branch_from_thought=1, branch_from_branch_id="A")
+    assert headline(inherited, plan_thought(inherited, book.state(), book.find)) == "Branch C from thought 1 · 2/10"
 
 
 def test_a_branch_continues_with_its_own_declaration_after_the_fork_number_is_reused(book: Book) -> None:

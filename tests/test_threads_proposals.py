@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from mcp import Client
 
 from tests.sample_notes import DRIP, HOSE
+from tests.support import structured, text
 from tests.thread_support import Served, call, connected, create, refused, served, think
 from thoughtline.config import Settings
 from thoughtline.identity import OWNER_KEY
@@ -240,6 +242,31 @@ async def test_pages_follow_the_cursor_without_repeats(app: Served) -> None:
     assert sorted(seen) == sorted(written)
     assert second["nextCursor"] is None
     assert scoped[0] == "invalid_input"
+
+
+async def test_the_next_page_hint_of_a_thread_filtered_list_works_when_followed_literally(app: Served) -> None:
+    async with connected(app) as client:
+        await threads(client)
+        written = {await write(client, HOSE), await write(client, DRIP)}
+        first = await client.call_tool("review_proposals", {"action": "list", "thread": GARDEN[0], "limit": 1})
+        hint = re.search(
+            r"call review_proposals action 'list' with cursor '([^']+)', thread '([^']+)' to continue", text(first)
+        )
+        assert hint is not None, text(first)
+        second = await call(client, "review_proposals", action="list", cursor=hint.group(1), thread=hint.group(2))
+    seen = [p["sequenceId"] for p in structured(first)["proposals"] + second["proposals"]]
+    assert sorted(seen) == sorted(written)
+
+
+async def test_a_list_page_that_is_not_the_whole_list_says_it_is_one_page(app: Served) -> None:
+    async with connected(app) as client:
+        await threads(client)
+        await write(client, HOSE)
+        await write(client, DRIP)
+        first = await client.call_tool("review_proposals", {"action": "list", "thread": GARDEN[0], "limit": 1})
+        whole = await client.call_tool("review_proposals", {"action": "list", "thread": GARDEN[0]})
+    assert text(first).splitlines()[0] == f"1 pending proposal for thread {GARDEN[0]!r} on this page:"
+    assert text(whole).splitlines()[0] == f"2 pending proposals for thread {GARDEN[0]!r}:"
 
 
 @pytest.mark.parametrize(

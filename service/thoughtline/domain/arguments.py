@@ -242,6 +242,8 @@ def parse_event(value: Any) -> str | None:
 def _parse_threads(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
+    # On purpose: clients send a lone name as a string as often as in a list, and it can mean only
+    # that one thread (the schema's description says so).
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
@@ -265,7 +267,9 @@ class HistoryInput:
     sequence_id: str
     cursor: str | None
     limit: int
-    order: Literal["asc", "desc"]
+    # None for either: not sent. Without a cursor that is ascending order and every thought; with
+    # one, the order and branch the cursor was issued for (it carries both).
+    order: Literal["asc", "desc"] | None
     branch_id: str | None
     max_characters: int
 
@@ -280,14 +284,14 @@ def parse_history(args: Mapping[str, Any]) -> HistoryInput:
     if sequence_id is None:
         raise _missing("sequenceId", "the id returned by sequentialthinking")
     # null is the field left out, as for every optional field (clients in strict modes send null).
-    order = "asc" if args.get("order") is None else args["order"]
-    if order not in ("asc", "desc"):
+    order = args.get("order")
+    if order not in (None, "asc", "desc"):
         raise invalid(f"'order' must be 'asc' (oldest first) or 'desc' (newest first); got {describe_value(order)}.")
     return HistoryInput(
         sequence_id=sequence_id,
         cursor=coerce_str(args, "cursor", max_chars=1024),
         limit=coerce_int(args, "limit", high=MAX_HISTORY_LIMIT) or DEFAULT_HISTORY_LIMIT,
-        order="desc" if order == "desc" else "asc",
+        order=None if order is None else "desc" if order == "desc" else "asc",
         branch_id=coerce_branch_id(args, "branchId", allow_main=True, stored=True),
         max_characters=coerce_int(args, "maxCharacters", high=MAX_HISTORY_CHARS) or DEFAULT_HISTORY_CHARS,
     )

@@ -142,8 +142,11 @@ def parse_instant(args: Mapping[str, Any], field: str, *, end_of_day: bool = Fal
 
 def one_of(value: object, field: str, choices: Sequence[str]) -> str:
     """`value` when it is one of `choices`, else `invalid_input` listing them (the one "must be one of" rule)."""
+    if value is None:
+        raise invalid(f"'{field}' is required: one of {', '.join(choices)}.")
     if not isinstance(value, str) or value not in choices:
-        raise invalid(f"'{field}' must be one of {', '.join(choices)}; got {str(value)[:30]!r}.")
+        got = f"{value[:30]!r}" if isinstance(value, str) else describe_value(value)
+        raise invalid(f"'{field}' must be one of {', '.join(choices)}; got {got}.")
     return value
 
 
@@ -169,9 +172,19 @@ def reject_unknown(args: Mapping[str, Any], allowed: frozenset[str]) -> None:
     unknown = sorted({name for name, value in args.items() if value is not None} - allowed)
     if unknown:
         expected = f"expected some of: {', '.join(sorted(allowed))}" if allowed else "this takes no arguments"
-        raise invalid(
-            f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(repr(u) for u in unknown)}; {expected}."
-        )
+        # Names are cut and counted as values are: a client can send any number of names of any length.
+        named = ", ".join(_clipped_name(u) for u in unknown[:_NAMES_SHOWN])
+        more = f" and {len(unknown) - _NAMES_SHOWN} more" if len(unknown) > _NAMES_SHOWN else ""
+        raise invalid(f"unknown argument{'s' if len(unknown) > 1 else ''} {named}{more}; {expected}.")
+
+
+# How many unknown argument names an error lists, and how much of each it shows.
+_NAMES_SHOWN = 5
+_NAME_CHARS = 40
+
+
+def _clipped_name(name: str) -> str:
+    return repr(name[:_NAME_CHARS]) + ("…" if len(name) > _NAME_CHARS else "")
 
 
 def describe_value(value: Any) -> str:

@@ -122,6 +122,7 @@ class NewBranch:
     parent: int | None
     from_thought: int
     fork_position: int
+    parent_name: str | None = None  # the name of `parent` (None = the main path)
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,8 @@ class Plan:
     reopened: bool
     number_reused: bool
     status: Status
-    # The ended status (completed or abandoned) this write moves the sequence out of, else None.
+    # The status other than active (completed, abandoned or paused) this write moves the sequence
+    # out of, else None; only leaving an ended one is `reopened` (SPEC §2.1).
     left_status: Status | None = None
 
     @property
@@ -218,7 +220,8 @@ def plan_thought(inp: ThoughtInput, state: SequenceState | None, find: Finder) -
             fork = _fork_point(inp, state, find)
             if branch is None:
                 _check_room(state)
-                new_branch = NewBranch(inp.branch_id, fork.branch, inp.branch_from_thought, fork.position)
+                owner = None if fork.branch is None or state is None else state.branch_by_key(fork.branch).name
+                new_branch = NewBranch(inp.branch_id, fork.branch, inp.branch_from_thought, fork.position, owner)
             elif not _same_fork(fork, branch) and not _declared_then(inp, state, find, branch):
                 raise DomainError(
                     "branch_conflict",
@@ -234,10 +237,15 @@ def plan_thought(inp: ThoughtInput, state: SequenceState | None, find: Finder) -
         )
         revises = resolve(inp.revises_thought, hops, find) if state is not None else None
         if revises is None:
+            # The main path has no fork point: only its own thoughts are visible from it.
+            visible = (
+                "revise a thought that was written on this branch or before its fork point"
+                if inp.branch_id is not None
+                else "revise a thought that was written on the main path (a branch's thoughts are not visible from it)"
+            )
             raise DomainError(
                 "revision_target_not_found",
-                f"thought {inp.revises_thought} is not visible from {_where(inp.branch_id)}; "
-                "revise a thought that was written on this branch or before its fork point.",
+                f"thought {inp.revises_thought} is not visible from {scope_name(inp.branch_id)}; {visible}.",
             )
     # A new branch has no thoughts of its own yet, so only the main path or an existing branch can reuse.
     number_reused = (
@@ -248,16 +256,18 @@ def plan_thought(inp: ThoughtInput, state: SequenceState | None, find: Finder) -
     total = max(inp.total_thoughts, inp.thought_number)
     status: Status = "active" if inp.next_thought_needed else "completed"
     # Only a change of status is news: a final thought after a final one reopens nothing, while
-    # a write to an abandoned sequence revives it as surely as one to a completed sequence.
-    ended = state.status if state is not None and state.status in ENDED else None
-    left = ended if ended != status else None
+    # a write to an abandoned sequence revives it as surely as one to a completed sequence. A paused
+    # sequence made active again is news too (someone paused it), though SPEC's `reopened` is for
+    # ended sequences only.
+    before = state.status if state is not None else None
+    left = before if before is not None and before != "active" and before != status else None
     return Plan(
         branch=branch,
         new_branch=new_branch,
         revises=revises,
         total_thoughts=total,
         total_raised=total != inp.total_thoughts,
-        reopened=left is not None and status == "active",
+        reopened=left in ENDED and status == "active",
         number_reused=number_reused,
         status=status,
         left_status=left,
@@ -306,7 +316,8 @@ def _names(branches: Mapping[str, BranchInfo]) -> str:
     return ", ".join(sorted(branches)) or "none yet"
 
 
-def _where(branch_id: str | None) -> str:
+def scope_name(branch_id: str | None) -> str:
+    """The main path or a branch, as messages name it."""
     return f"branch '{branch_id}'" if branch_id else "the main path"
 
 
@@ -320,43 +331,3 @@ def make_title(text: str) -> str:
     """A sequence's title: its first thought with whitespace collapsed, at most 160 characters."""
     flat = re.sub(r"\s+", " ", text).strip()
     return flat if len(flat) <= TITLE_CHARS else flat[: TITLE_CHARS - 1].rstrip() + "…"
-
-
-def headline(inp: ThoughtInput, plan: Plan) -> str:
-    """`Thought 3/5`, `Branch alt from thought 2 · 3/6`, `Revision of thought 1 · 4/6`, …"""
-    parts: list[str] = []
-    if plan.new_branch is not None:
-        parts.append(f"Branch {plan.new_branch.name} from thought {plan.new_branch.from_thought}")
-    elif plan.branch is not None:
-        parts.append(f"Branch {plan.branch.name}")
-    if inp.revises_thought is not None:
-        parts.append(f"Revision of thought {inp.revises_thought}")
-    counter = f"{inp.thought_number}/{plan.total_thoughts}"
-    return " · ".join([*parts, counter]) if parts else f"Thought {counter}"
-
-
-def notes(inp: ThoughtInput, plan: Plan) -> list[str]:
-    """The `Note:` lines for accepted-but-flagged writes."""
-    lines: list[str] = []
-    if plan.reopened:
-        lines.append(f"Note: this sequence was {plan.left_status}; this thought reopens it (status: active).")
-    elif plan.left_status is not None:
-        lines.append(f"Note: this sequence was {plan.left_status}; this final thought marks it {plan.status}.")
-    if plan.number_reused:
-        lines.append(
-            f"Note: thought {inp.thought_number} already exists on {_where(plan.branch_name)}; both are kept "
-            f"and later references to {inp.thought_number} mean this newer one."
-        )
-    if plan.total_raised:
-        lines.append(
-            f"Note: thoughtNumber {inp.thought_number} was above totalThoughts {inp.total_thoughts}; "
-            f"totalThoughts is now {plan.total_thoughts}."
-        )
-    return lines
-
-
-def render_write(inp: ThoughtInput, plan: Plan, sequence_id: str, count: int, extra_notes: Sequence[str] = ()) -> str:
-    """The human-readable result of an accepted thought; `extra_notes` are decided outside planning."""
-    head = [headline(inp, plan), *extra_notes, *notes(inp, plan)]
-    stored = f"{count} thought{'s' if count != 1 else ''} stored"
-    return "\n".join([*head, "", inp.thought, "", f"Sequence: {sequence_id} · {stored}"])

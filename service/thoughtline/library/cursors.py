@@ -48,6 +48,11 @@ def read(secret: str, purpose: Purpose, token: str, length: int) -> list[Any]:
     try:
         payload = URLSafeSerializer(secret, salt=purpose.value).loads(token)
     except BadSignature:
+        if any(issued_for(secret, other, token) for other in Purpose if other is not purpose):
+            raise invalid(
+                "'cursor' was issued for another tool or list, not this one; pass the nextCursor this one "
+                "returned, or start again without one."
+            ) from None
         raise invalid(
             "'cursor' is not a cursor this server issued for your store (edited or foreign); start again without one."
         ) from None

@@ -3,12 +3,14 @@
 Pages are keyed on the thought's position, so paging never skips or repeats a thought, and
 thoughts written while a client pages (ascending) appear on its later pages. Cursors are signed
 for this sequence, branch filter and order (`library/cursors.py`, purpose HISTORY), so a cursor
-that was edited, or that belongs to another sequence or another user's store, is refused.
+that was edited, or that belongs to another sequence or another user's store, is refused; a call
+holding a cursor may leave the branch and order out, as the cursor carries them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import apsw
 
@@ -55,19 +57,31 @@ def _branch_text(branch_id: str | None) -> str:
     return "the main path (branchId 'main')" if branch_id == "main" else f"branchId '{branch_id}'"
 
 
-def _after(secret: str, inp: HistoryInput) -> int | None:
-    """The position a cursor continues after (None without a cursor)."""
+@dataclass(frozen=True)
+class _Scope:
+    """What one page reads: after which position, in which order, on which branch (None = every thought)."""
+
+    after: int | None
+    order: Literal["asc", "desc"]
+    branch_id: str | None
+
+
+def _scope(secret: str, inp: HistoryInput) -> _Scope:
+    """The page a call asks for. A cursor carries its branch and order, so a call may leave them out
+    and still continue the same walk (the hint "pass cursor=…" works on its own); one it sends must
+    match the cursor's."""
     if inp.cursor is None:
-        return None
+        return _Scope(None, inp.order or "asc", inp.branch_id)
     sequence_id, branch_id, order, position = cursors.read(secret, cursors.Purpose.HISTORY, inp.cursor, 4)
     if sequence_id != inp.sequence_id:
         raise invalid("'cursor' belongs to another sequence; use the cursor from this sequence's last page.")
-    if (branch_id, order) != (inp.branch_id, inp.order):
+    if (inp.branch_id is not None and inp.branch_id != branch_id) or (inp.order not in (None, order)):
         raise invalid(
             f"'cursor' was issued for {_branch_text(branch_id)} in {order} order; pass the same "
-            "'branchId' and 'order' as the call that returned it, or start again without a cursor."
+            "'branchId' and 'order' as the call that returned it (or leave them out: the cursor carries them), "
+            "or start again without a cursor."
         )
-    return int(position)
+    return _Scope(int(position), "desc" if order == "desc" else "asc", branch_id)
 
 
 def page(conn: apsw.Connection, inp: HistoryInput) -> HistoryPage:
@@ -80,18 +94,18 @@ def page(conn: apsw.Connection, inp: HistoryInput) -> HistoryPage:
             api_message=f"no sequence {inp.sequence_id} in your store; check the id (GET /api/v1/sequences).",
         )
     secret = cursor_secret(conn)
-    after = _after(secret, inp)
+    scope = _scope(secret, inp)
     branch: int | bool | None = True
-    if inp.branch_id is not None:
-        branch = history_store.branch_key_for(conn, seq.rowid, inp.branch_id)
+    if scope.branch_id is not None:
+        branch = history_store.branch_key_for(conn, seq.rowid, scope.branch_id)
         if branch is False:
             names = [b.name for b in history_store.branch_summaries(conn, seq.rowid)]
             raise DomainError(
                 "branch_not_found",
-                f"branch '{inp.branch_id}' is not in this sequence (branches: {', '.join(names) or 'none'}); "
+                f"branch '{scope.branch_id}' is not in this sequence (branches: {', '.join(names) or 'none'}); "
                 "use 'main' for the main path or omit branchId for everything.",
             )
-    found = history_store.history_rows(conn, seq.rowid, branch, after, inp.order, inp.limit + 1)
+    found = history_store.history_rows(conn, seq.rowid, branch, scope.after, scope.order, inp.limit + 1)
     shown: list[ThoughtRow] = []
     chars = 0
     for row in found[: inp.limit]:
@@ -102,7 +116,7 @@ def page(conn: apsw.Connection, inp: HistoryInput) -> HistoryPage:
     more = len(shown) < len(found)
     next_cursor = None
     if more and shown:
-        payload = [inp.sequence_id, inp.branch_id, inp.order, shown[-1].position]
+        payload = [inp.sequence_id, scope.branch_id, scope.order, shown[-1].position]
         next_cursor = cursors.issue(secret, cursors.Purpose.HISTORY, payload)
     header = SequenceHeader(
         sequence=seq,

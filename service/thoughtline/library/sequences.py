@@ -12,6 +12,7 @@ from typing import Any
 
 import apsw
 
+from thoughtline.domain.resuming import NextStep, next_step
 from thoughtline.domain.thread_names import name_key
 from thoughtline.errors import DomainError, invalid
 from thoughtline.library import cursors
@@ -48,11 +49,13 @@ class SequencePage:
 
 @dataclass(frozen=True)
 class Transition:
-    """A sequence after a lifecycle action; `last_thought` only for resume (so an agent can continue)."""
+    """A sequence after a lifecycle action; `last_thought` only for resume (so an agent can continue),
+    with `next`, the branch and number of the thought that continues it."""
 
     action: str
     sequence: SequenceRow
     last_thought: ThoughtRow | None
+    next: NextStep | None = None
 
 
 @dataclass(frozen=True)
@@ -125,15 +128,21 @@ async def change_status(opened: UserStore, sequence_id: str, action: str, now_ms
     if not changed:
         raise DomainError("sequence_not_found", f"no sequence {sequence_id} in your store; check the id.")
 
-    def snapshot(conn: apsw.Connection) -> tuple[SequenceRow | None, list[ThoughtRow]]:
+    def snapshot(conn: apsw.Connection) -> tuple[SequenceRow | None, ThoughtRow | None, NextStep | None]:
         seq = get_sequence(conn, sequence_id)
-        last = history_store.history_rows(conn, seq.rowid, True, None, "desc", 1) if seq else []
-        return seq, last
+        if seq is None or action != "resume":
+            return seq, None, None
+        found = history_store.history_rows(conn, seq.rowid, True, None, "desc", 1)
+        if not found:
+            return seq, None, None
+        last = found[0]
+        highest = history_store.scope_highest_number(conn, seq.rowid, last.position)
+        return seq, last, next_step(last.branch_name, last.number, highest)
 
-    seq, last = await opened.read(snapshot)
+    seq, last, step = await opened.read(snapshot)
     if seq is None:  # deleted between the two calls
         raise DomainError("sequence_not_found", f"sequence {sequence_id} was deleted meanwhile.")
-    return Transition(action, seq, last[0] if action == "resume" and last else None)
+    return Transition(action, seq, last, step)
 
 
 async def delete_sequence(opened: UserStore, sequence_id: str) -> Deletion:

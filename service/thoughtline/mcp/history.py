@@ -53,8 +53,8 @@ def render_transcript(sequence: dict[str, Any], thoughts: list[dict[str, Any]], 
     if joined > named:
         lines.append(f"In {joined} threads (the first {named} by name are listed in threads)")
     for b in sequence["branches"]:
-        parent = f"branch {b['parentBranchId']}" if b["parentBranchId"] else "main path"
-        lines.append(f"Branch {b['branchId']}: from thought {b['branchFromThought']} of the {parent}")
+        parent = f"branch {b['parentBranchId']}" if b["parentBranchId"] else "the main path"
+        lines.append(f"Branch {b['branchId']}: from thought {b['branchFromThought']} of {parent}")
     for t in thoughts:
         tags = [f"#{t['index']}", f"Thought {t['thoughtNumber']}/{t['totalThoughts']}"]
         if "branchId" in t:
@@ -67,5 +67,9 @@ def render_transcript(sequence: dict[str, Any], thoughts: list[dict[str, Any]], 
             tags.append(t["event"])
         lines += ["", " · ".join(tags), t["thought"]]
     if next_cursor:
-        lines += ["", f"More thoughts follow; pass cursor={next_cursor} to continue."]
+        lines += [
+            "",
+            f"More thoughts follow: call get_thought_history with sequenceId {sequence['sequenceId']} and cursor "
+            f"{next_cursor} to continue (the cursor keeps this page's order and branchId).",
+        ]
     return "\n".join(lines)

@@ -45,8 +45,9 @@ day), thread (restricts, never boosts)."""
 
 MANAGE_DESCRIPTION = """Change a reasoning sequence's lifecycle: pause, resume, complete or abandon it.
 
-resume returns the sequence's last thought so you can continue where it stopped (then call
-sequentialthinking with the same sequenceId)."""
+resume returns the sequence's last thought so you can continue where it stopped: its text names the
+arguments of the next thought (sequenceId, the last thought's branchId if it was on a branch, and the
+next free thoughtNumber there) for sequentialthinking."""
 
 MANAGE_DISCOVERY = (
     " action 'list' shows your sequences a page at a time, most recently updated first, optionally by status or "
@@ -196,11 +197,12 @@ def manage_tool(discovery: bool) -> types.Tool:
                 },
             },
         },
+        # A write tool, so not idempotent (SPEC §2.4), though pausing twice leaves what pausing once did.
         annotations=types.ToolAnnotations(
             title="Manage sequence",
             read_only_hint=False,
             destructive_hint=False,
-            idempotent_hint=True,
+            idempotent_hint=False,
             open_world_hint=False,
         ),
     )

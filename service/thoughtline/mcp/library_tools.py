@@ -22,6 +22,7 @@ from thoughtline.domain.coercion import (
     parse_instant,
     reject_unknown,
 )
+from thoughtline.domain.resuming import continue_args
 from thoughtline.domain.wording import counted
 from thoughtline.errors import invalid
 from thoughtline.library import searching, sequences
@@ -269,15 +270,15 @@ async def _transition(action: str, sequence_id: str, ctx: ToolContext) -> ToolOu
     done = await sequences.change_status(ctx.store, sequence_id, action, now_ms(ctx.clock))
     seq = done.sequence
     lines = [f"Sequence {sequence_id} is now {seq.status}: {seq.title}"]
-    t = done.last_thought
-    if t is not None:
+    t, step = done.last_thought, done.next
+    if t is not None and step is not None:
         where = f" on branch {t.branch_name}" if t.branch_name else ""
         lines += [
             "",
             f"Last thought ({t.number}/{t.total}{where}):",
             t.body,
             "",
-            f"Continue with sequentialthinking, sequenceId {sequence_id}, thoughtNumber {t.number + 1}.",
+            f"Continue with sequentialthinking, {continue_args(sequence_id, step)}.",
         ]
     return ToolOutput(text="\n".join(lines), structured=transition_json(done))
 

@@ -13,6 +13,7 @@ from thoughtline.clock import now_ms
 from thoughtline.domain.arguments import parse_proposal_id
 from thoughtline.domain.coercion import coerce_int, coerce_str, one_of, reject_unknown
 from thoughtline.domain.thread_names import check_name
+from thoughtline.domain.wording import counted
 from thoughtline.library.review import DEFAULT_LIMIT, MAX_LIMIT, ProposalReview
 from thoughtline.mcp.proposal_schemas import REVIEW_ACTIONS, review_tool
 from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolSpec
@@ -60,7 +61,7 @@ class ProposalTools:
         token = coerce_str(args, "cursor", max_chars=500)
         page = await self._review.pending(ctx.store, thread_name, limit, token)
         structured = {"action": "list", **page_json(page)}
-        return ToolOutput(text=_render_list(structured, thread_name), structured=structured)
+        return ToolOutput(text=_render_list(structured, thread_name, token), structured=structured)
 
 
 def _still_matching(result: Mapping[str, Any]) -> list[str]:
@@ -75,16 +76,23 @@ def _still_matching(result: Mapping[str, Any]) -> list[str]:
     return [f"Matching is still running for {' and '.join(parts)}; more proposals may come, list again shortly."]
 
 
-def _render_list(result: Mapping[str, Any], thread: str | None) -> str:
+def _render_list(result: Mapping[str, Any], thread: str | None, cursor: str | None) -> str:
     proposals = result["proposals"]
     scope = f" for thread {thread!r}" if thread else ""
     if not proposals:
         return "\n".join([f"No pending proposals{scope}.", *_still_matching(result)])
-    lines = [f"{len(proposals)} pending proposal{'s' if len(proposals) != 1 else ''}{scope}:"]
+    # The library counts no total (listing is paged on the proposal id), so a page that is not the
+    # whole list says it is one page rather than passing its count off as all of them.
+    paged = " on this page" if result["nextCursor"] or cursor else ""
+    lines = [f"{counted(len(proposals), 'pending proposal')}{scope}{paged}:"]
     for p in proposals:
         lines.append(f"- {p['proposalId']}: {p['title']} → {p['thread']} (similarity {p['similarity']:.2f})")
         lines.append(f"  {p['sequenceId']} · evidence: {p['evidence']}")
     lines.append("Accept or reject each with review_proposals action 'accept' / 'reject' and its proposalId.")
     if result["nextCursor"]:
-        lines.append(f"More proposals follow; pass cursor={result['nextCursor']} to continue.")
+        same = f", thread {thread!r}" if thread else ""
+        lines.append(
+            f"More proposals follow: call review_proposals action 'list' with cursor {result['nextCursor']!r}{same} "
+            "to continue."
+        )
     return "\n".join([*lines, *_still_matching(result)])

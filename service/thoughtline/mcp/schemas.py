@@ -75,7 +75,8 @@ THOUGHT_INPUT = _obj(
             "type": "array",
             "items": {"type": "string", "minLength": 1, "maxLength": MAX_NAME},
             "maxItems": MAX_THREADS_PER_CALL,
-            "description": f"Existing thread names this sequence belongs to, at most {MAX_THREADS_PER_CALL} per call.",
+            "description": f"Existing thread names this sequence belongs to, at most {MAX_THREADS_PER_CALL} per call. "
+            'One name sent as a plain string ("billing") is taken as a list of that one name.',
         },
         "parentSequenceId": {
             **_SEQ_ID,
@@ -170,7 +171,10 @@ THOUGHT_OUTPUT_NO_RELATED = {
 HISTORY_INPUT = _obj(
     {
         "sequenceId": _SEQ_ID,
-        "cursor": {"type": "string", "description": "nextCursor from the previous page."},
+        "cursor": {
+            "type": "string",
+            "description": "nextCursor from the previous page; it keeps that call's order and branchId.",
+        },
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_HISTORY_LIMIT, "default": 50},
         "order": {"type": "string", "enum": ["asc", "desc"], "default": "asc"},
         "branchId": {**_BRANCH_ID, "description": "'main' for the main path, or one branch's id."},

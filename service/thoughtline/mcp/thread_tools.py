@@ -51,6 +51,8 @@ _ACTION_FIELDS: dict[str, frozenset[str]] = {
 def thread_name(args: Mapping[str, Any], field: str = "name") -> str:
     """A required thread name argument."""
     value = args.get(field)
+    if value is None and field == "newName":
+        raise invalid("'newName' is required with rename: the thread's new name, 1-64 characters.")
     if value is None:
         raise invalid(f"'{field}' is required: the thread's name (list them with action 'list').")
     return check_name(value, field)
@@ -155,7 +157,8 @@ def _render(result: Mapping[str, Any]) -> str:
         if result["nextCursor"]:
             head = (
                 f"{counted(count, 'thread')} by name; {len(found)} listed here. For the next page call "
-                f"configure_thread action 'list' with cursor {result['nextCursor']!r}."
+                f"configure_thread action 'list' with cursor {result['nextCursor']!r}"
+                + (", includeArchived true." if result["includeArchived"] else ".")
             )
         return "\n".join([head, *(f"- {_thread_line(t)}" for t in found)])
     if action == "delete":
@@ -207,8 +210,8 @@ def render_briefing(b: Briefing) -> str:
         lines.extend(
             [
                 "",
-                f"Since {iso(changed.since)}: {changed.new_event_count} new events, {changed.new_member_count} new "
-                f"members; state {changed.state_then} → {changed.state_now}.",
+                f"Since {iso(changed.since)}: {counted(changed.new_event_count, 'new event')}, "
+                f"{counted(changed.new_member_count, 'new member')}; state {changed.state_then} → {changed.state_now}.",
             ]
         )
     return "\n".join(lines)

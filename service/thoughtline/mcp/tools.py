@@ -21,7 +21,7 @@ from mcp_types import INVALID_PARAMS
 from thoughtline.clock import Clock, now_ms
 from thoughtline.domain import arguments
 from thoughtline.domain.arguments import MAX_BRANCHES, ThoughtInput
-from thoughtline.domain.thinking import render_write
+from thoughtline.domain.write_text import render_write
 from thoughtline.errors import DomainError, InternalError, ThoughtlineError
 from thoughtline.identity import current_principal
 from thoughtline.library.related_open import Related, RelatedOnOpen
@@ -129,7 +129,8 @@ def related_line(related: Sequence[Related]) -> str:
     for r in related:
         title = r.title if len(r.title) <= RELATED_TITLE_CHARS else r.title[: RELATED_TITLE_CHARS - 1].rstrip() + "…"
         named.append(f'"{title}" ({r.sequence_id})')
-    return f"Related earlier reasoning: {', '.join(named)}; read it with get_thought_history."
+    them = "it" if len(named) == 1 else "them"
+    return f"Related earlier reasoning: {', '.join(named)}; read {them} with get_thought_history."
 
 
 def _think_handler(library: bool, related: RelatedOnOpen | None) -> Handler:
@@ -223,7 +224,9 @@ earlier sequences of yours on the same problem (`related`): read them before rep
 
 HISTORY_DESCRIPTION = """Read back a stored reasoning sequence, oldest first by default, one page at a time.
 
-Pass the sequenceId from sequentialthinking. Follow nextCursor until it is null to read everything.
+Pass the sequenceId from sequentialthinking. Follow nextCursor until it is null to read everything: a
+cursor keeps the order and branchId of the call that returned it, so sequenceId and cursor are enough
+(an order or branchId sent with it must be the same).
 branchId: 'main' for the main path only, or a branch's id for that branch's own thoughts."""
 
 DELETE_DESCRIPTION = """Permanently delete a reasoning sequence: its thoughts, branches and search data.

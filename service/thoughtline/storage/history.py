@@ -94,6 +94,17 @@ def history_rows(
     ]
 
 
+def scope_highest_number(conn: apsw.Connection, seq_rowid: int, position: int) -> int:
+    """The highest thought number on the branch (or main path) holding the thought at `position`."""
+    found = rows(
+        conn,
+        "SELECT max(t.number) FROM thoughts t WHERE t.sequence_id = ?1 AND t.branch IS "
+        "(SELECT o.branch FROM thoughts o WHERE o.sequence_id = ?1 AND o.position = ?2)",
+        (seq_rowid, position),
+    )
+    return int(found[0][0] or 0)
+
+
 @dataclass(frozen=True)
 class BranchSummary:
     """A branch as history lists it."""
