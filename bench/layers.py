@@ -51,7 +51,8 @@ from thoughtline.clock import SystemClock, now_ms
 from thoughtline.config import Settings
 from thoughtline.domain import arguments
 from thoughtline.identity import OWNER_KEY, Principal, reset_principal, set_principal
-from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolRegistry, ToolSpec, core_tools, new_sequence_id
+from thoughtline.mcp.core_tools import core_tools, new_sequence_id
+from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolRegistry, ToolSpec
 from thoughtline.storage import thoughts as store
 from thoughtline.storage.router import StoreRouter
 from thoughtline.web.app import Extras, create_app

@@ -44,7 +44,7 @@ from thoughtline.clock import SystemClock
 from thoughtline.config import Settings
 from thoughtline.domain.arguments import parse_thought
 from thoughtline.identity import OWNER_KEY
-from thoughtline.mcp.tools import new_sequence_id
+from thoughtline.mcp.core_tools import new_sequence_id
 from thoughtline.pages.session import COOKIE, one_time_link
 from thoughtline.storage import thoughts as store
 from thoughtline.storage.db import connect, write_transaction

@@ -23,8 +23,9 @@ from typing import Any
 
 from bench.replay import Clock, load_split, oldest_first, write_sequence
 from thoughtline.identity import Principal, reset_principal, set_principal
+from thoughtline.mcp.core_tools import core_tools
 from thoughtline.mcp.library_tools import Library
-from thoughtline.mcp.tools import ToolRegistry, core_tools
+from thoughtline.mcp.tools import ToolRegistry
 from thoughtline.storage.router import StoreRouter
 
 

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from thoughtline.identity import Principal, reset_principal, set_principal
+from thoughtline.mcp.core_tools import core_tools
 from thoughtline.mcp.library_tools import Library
-from thoughtline.mcp.tools import ToolRegistry, core_tools
+from thoughtline.mcp.tools import ToolRegistry
 from thoughtline.storage.router import StoreRouter
 
 DATA = Path(__file__).resolve().parent / "data" / "reasoning"

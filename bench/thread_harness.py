@@ -17,10 +17,11 @@ from thoughtline.clock import Clock
 from thoughtline.identity import Principal, reset_principal, set_principal
 from thoughtline.library.briefing import Periods
 from thoughtline.library.embed import Embedder
+from thoughtline.mcp.core_tools import core_tools
 from thoughtline.mcp.library_tools import Library
 from thoughtline.mcp.proposal_tools import ProposalTools
 from thoughtline.mcp.thread_tools import ThreadTools
-from thoughtline.mcp.tools import ToolRegistry, core_tools
+from thoughtline.mcp.tools import ToolRegistry
 from thoughtline.storage.router import StoreRouter
 
 _FIELDS = (

@@ -2,7 +2,8 @@
 
 The replay itself is `bench.thread_replay`: the service's own rules (`library.proposals`:
 `sequence_vector`, `thread_vector`, `term_vector`, `thread_terms`, `embedding_part`,
-`similarity`) on one model's vectors of the labelled texts and on their index terms (`storage.threads.terms`, the keyword index's tokenizer),
+`similarity`) on one model's vectors of the labelled texts and on their index terms
+(`storage.threads.terms`, the keyword index's tokenizer),
 so a grid costs one embedding pass. Document frequencies are counted as the store would hold them
 at each matching: over every thought written so far (flow A grows them sequence by sequence). A
 blend fixes the three cosines of every pair a flow meets (the mean vector's, the closest

@@ -36,7 +36,7 @@ def normalise(text: str) -> str:
     text = re.sub(r"seq_[0-9a-f]{32}", "seq_X", text)
     text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", "TIME", text)
     text = re.sub(r'"nextCursor": "[^"]+"', '"nextCursor": "CURSOR"', text)
-    return re.sub(r"cursor=\S+ ", "cursor=CURSOR ", text)
+    return re.sub(r"cursor[= ]\S+ ", "cursor CURSOR ", text)  # hints name the cursor: each store signs its own
 
 
 def exchange(server: ThreadServer, body: bytes, headers: dict[str, str], path: str = "/mcp-compat") -> tuple[int, Any]:

@@ -15,7 +15,8 @@ from thoughtline.clock import now_ms
 from thoughtline.config import Settings
 from thoughtline.domain import arguments
 from thoughtline.errors import ErrorCode, http_status
-from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolSpec, core_tools
+from thoughtline.mcp.core_tools import core_tools
+from thoughtline.mcp.tools import ToolContext, ToolOutput, ToolSpec
 from thoughtline.storage import thoughts as store
 from thoughtline.web.app import Extras, create_app
 

@@ -12,7 +12,7 @@ from tests.support import structured, text
 from tests.thread_support import Served, call, connected, create, refused, served, think
 from thoughtline.config import Settings
 from thoughtline.library.related_open import Related
-from thoughtline.mcp.tools import related_line
+from thoughtline.mcp.core_tools import related_line
 
 pytestmark = pytest.mark.anyio
 

@@ -19,8 +19,9 @@ from tests.support import text
 from thoughtline.clock import Clock
 from thoughtline.identity import Principal, reset_principal, set_principal
 from thoughtline.library.embed import Embedder
+from thoughtline.mcp.core_tools import core_tools
 from thoughtline.mcp.library_tools import Library
-from thoughtline.mcp.tools import ToolRegistry, core_tools
+from thoughtline.mcp.tools import ToolRegistry
 from thoughtline.storage.router import StoreRouter
 
 GOLDEN = Path(__file__).parent

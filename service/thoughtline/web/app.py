@@ -27,10 +27,11 @@ from thoughtline.config import Settings, settings_from_process_env
 from thoughtline.library.briefing import Periods
 from thoughtline.library.related_open import RelatedOnOpen
 from thoughtline.mcp import ui_resource
+from thoughtline.mcp.core_tools import core_tools
 from thoughtline.mcp.library_tools import Library
 from thoughtline.mcp.proposal_tools import ProposalTools
 from thoughtline.mcp.thread_tools import ThreadTools
-from thoughtline.mcp.tools import ToolRegistry, ToolSpec, core_tools
+from thoughtline.mcp.tools import ToolRegistry, ToolSpec
 from thoughtline.oauth import OAuthDoor, build_oauth
 from thoughtline.pages import LibraryPages
 from thoughtline.storage.router import StoreRouter
