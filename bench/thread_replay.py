@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from bench.eval_threads import LabelledSet, Score, score
 from thoughtline.library.embed import Embedder
 from thoughtline.library.proposals import (
+    MIN_TERMS,
     Terms,
     Tuning,
     Vector,
@@ -144,6 +145,8 @@ def _cosines(
     data: LabelledSet, c: Corpus, stats: Statistics, members: Mapping[str, set[str]], k: float, seq_id: str
 ) -> tuple[dict[str, tuple[float, float, float, float, float]], dict[str, float]]:
     """One sequence's cosines against every thread, with the statistics and members of that moment."""
+    if len(c.counts[seq_id]) < MIN_TERMS:  # never proposed, as `picks` rules
+        return {}, {}
     seq_words = term_vector(c.counts[seq_id], stats.frequency, stats.documents)
     dense: dict[str, tuple[float, float, float, float, float]] = {}
     sparse: dict[str, float] = {}

@@ -454,3 +454,14 @@ def _statistics(app: Served) -> tuple[int, dict[str, int], dict[str, int]]:
     finally:
         conn.close()
     return stats.documents, stats.frequency, dict(seen)
+
+
+async def test_a_sequence_of_a_word_or_two_is_never_proposed_there_is_too_little_to_judge(app: Served) -> None:
+    async with connected(app) as client:
+        await create(client, "Big", "A thread with many members")
+        await create(client, *GARDEN)
+        await write(client, ["threads"])
+        await write(client, ["garden hose leak"])
+        fuller = await write(client, BILL_LEAK)
+        listed = await proposals(client)
+    assert {p["sequenceId"] for p in listed} == {fuller}

@@ -45,6 +45,12 @@ class Tuning:
 
 TUNING = Tuning()
 
+# A sequence with fewer distinct words than this is never proposed: one shared word would decide its
+# TF-IDF cosine ("threads" against a thread "with many members"), and a line or two says little
+# about a topic. The labelled sets' shortest sequences hold 32 (dev) and 70 (train) distinct terms,
+# so the floor never binds on them; the calibration is unchanged.
+MIN_TERMS = 8
+
 
 @dataclass(frozen=True)
 class Pick:
@@ -184,11 +190,11 @@ def picks(
 
     Each thread judges the sequence on its own: every thread whose similarity reaches the
     threshold, in thread order. A thread without a vector is never matched; a sequence without
-    one matches nothing. The evidence is the thought closest to the thread's vector (the one
-    `best_thought` weighs).
+    one matches nothing, and so does one of fewer than `MIN_TERMS` distinct words. The evidence is
+    the thought closest to the thread's vector (the one `best_thought` weighs).
     """
     seq = sequence_vector(thought_vectors)
-    if seq is None:
+    if seq is None or len(words) < MIN_TERMS:
         return []
     out: list[Pick] = []
     for thread, basis in sorted(threads.items()):
