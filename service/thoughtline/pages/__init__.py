@@ -3,8 +3,9 @@
 `LibraryPages(settings, clock)` is built before the OAuth door (the door's GitHub callback hands
 library sign-ins to it); `routes(router, library, door)` gives the routes to mount. Every page and
 action runs through `_guarded`, the pages' outermost handler: no session, no page; a change needs
-the session's CSRF token and a same-origin Origin; a refusal from the library is shown with its
-code and a fitting status; a failure below is a 503 page, never a 500 or a trace.
+the session's CSRF token and a same-origin Origin; a refusal from the library is shown in the
+pages' words (`refusals.py`) with a fitting status and a link back; a failure below is a 503
+page, never a 500 or a trace.
 With `THOUGHTLINE_LIBRARY=off` only signing in and reading a sequence by its id remain.
 """
 
@@ -32,6 +33,7 @@ from thoughtline.oauth import OAuthDoor
 from thoughtline.pages import actions, views
 from thoughtline.pages.gate import CookieAuth, as_session
 from thoughtline.pages.layout import message_page
+from thoughtline.pages.refusals import explained
 from thoughtline.pages.session import Session, Sessions
 from thoughtline.pages.signin import SignIn
 from thoughtline.pages.source import Source
@@ -97,8 +99,10 @@ class LibraryPages:
                 try:
                     return await view(request, session, source)
                 except DomainError as refused:
+                    said = await explained(refused, request, self.settings.library)
                     status = refusal_status(refused.code)
-                    return message_page("That did not work", refused.wire_text(), status=status, session=session)
+                    back = (said.back, said.back_label)
+                    return message_page(said.title, said.message, status=status, session=session, back=back)
                 except SchemaTooNewError as exc:
                     return message_page("Your store cannot be read", f"storage_error: {exc}", status=503)
                 except (StorageError, apsw.Error) as exc:

@@ -143,8 +143,15 @@ def document(
 
 
 def message_page(
-    title: str, message: str, *, status: int, session: Session | None = None, extra: str = ""
+    title: str,
+    message: str,
+    *,
+    status: int,
+    session: Session | None = None,
+    extra: str = "",
+    back: tuple[str, str] | None = None,
 ) -> HTMLResponse:
-    """A page that says what happened and what to do next."""
-    body = f'<h1>{e(title)}</h1><p class="notice">{e(message)}</p>{extra}'
+    """A page that says what happened and what to do next; `back` is (a path of ours, its link text)."""
+    link = f'<p><a class="back" href="{e(back[0])}">{e(back[1])}</a></p>' if back else ""
+    body = f'<h1>{e(title)}</h1><p class="notice">{e(message)}</p>{link}{extra}'
     return document(title, body, session=session, status=status)
