@@ -99,10 +99,11 @@ class LibraryPages:
                 try:
                     return await view(request, session, source)
                 except DomainError as refused:
-                    said = await explained(refused, request, self.settings.library)
-                    status = refusal_status(refused.code)
+                    on = self.settings.library
+                    said = await explained(refused, request, on)
                     back = (said.back, said.back_label)
-                    return message_page(said.title, said.message, status=status, session=session, back=back)
+                    status = refusal_status(refused.code)
+                    return message_page(said.title, said.message, status=status, session=session, back=back, library=on)
                 except SchemaTooNewError as exc:
                     return message_page("Your store cannot be read", f"storage_error: {exc}", status=503)
                 except (StorageError, apsw.Error) as exc:
@@ -149,12 +150,8 @@ class LibraryPages:
             Route("/library/sequences/{sequence_id}", page(views.sequence_page), methods=["GET"]),
         ]
         if not self.settings.library:
-            return [
-                *routes,
-                Route("/library/sequences/{sequence_id}/{step}", _steps(sequence_steps), methods=["POST"]),
-                Route("/library", page(_library_off), methods=["GET"]),  # where signing in lands
-                *_not_found_routes(),
-            ]
+            # Only reading remains, as on the API: no status steps, no curation.
+            return [*routes, Route("/library", page(_library_off), methods=["GET"]), *_not_found_routes(False)]
         sequence_steps.update(dict.fromkeys(("pin", "unpin"), act(actions.membership)))
         return [
             *routes,
@@ -174,7 +171,7 @@ class LibraryPages:
                 _steps(dict.fromkeys(("accept", "reject"), act(actions.review))),
                 methods=["POST"],
             ),
-            *_not_found_routes(),
+            *_not_found_routes(True),
         ]
 
     def close(self) -> None:
@@ -201,19 +198,29 @@ async def _library_off(request: Request, session: Session, source: Source) -> Re
         "This server runs with THOUGHTLINE_LIBRARY=off, so there is no list, search, threads or proposals. "
         "A sequence is still read by its id at /library/sequences/<id> (the id is in the tool results)."
     )
-    return message_page("The library is off", text, status=200, session=session)
+    return message_page("The library is off", text, status=200, session=session, library=False)
 
 
 async def _not_found(request: Request) -> Response:
     return message_page("Not found", "There is no page here; the library starts at /library.", status=404)
 
 
-def _not_found_routes() -> list[BaseRoute]:
+async def _off_not_found(request: Request) -> Response:
+    text = (
+        "There is no page here: this server runs with THOUGHTLINE_LIBRARY=off, so only signing in and reading "
+        "a sequence by its id (/library/sequences/<id>) remain."
+    )
+    return message_page("Not found", text, status=404, library=False)
+
+
+def _not_found_routes(library: bool) -> list[BaseRoute]:
     """Last of the group: any other /library path (or method) gets a page of ours, with its headers.
 
-    Without them Starlette answers in plain text, without the pages' security headers.
+    Without them Starlette answers in plain text, without the pages' security headers. With the
+    library off the page names the setting, as `/library` and the API do.
     """
-    return [Route(path, _not_found, methods=_ANY_METHOD) for path in ("/library", "/library/{rest:path}")]
+    endpoint = _not_found if library else _off_not_found
+    return [Route(path, endpoint, methods=_ANY_METHOD) for path in ("/library", "/library/{rest:path}")]
 
 
 def _steps(table: dict[str, Endpoint]) -> Endpoint:

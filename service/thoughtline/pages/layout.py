@@ -102,10 +102,11 @@ def when(iso: object) -> str:
     return f'<time datetime="{e(text)}">{e(text[:16].replace("T", " "))}</time>' if text else ""
 
 
-def _nav(session: Session | None, current: str) -> str:
+def _nav(session: Session | None, current: str, library: bool) -> str:
     if session is None:
         return ""
     links = [("/library", "Sequences"), ("/library/threads", "Threads"), ("/library/proposals", "Proposals")]
+    links = links if library else links[:1]  # with the library off there are no thread or proposal pages
     items = "".join(
         f'<a href="{e(path)}"{" aria-current=page" if path == current else ""}>{e(label)}</a>' for path, label in links
     )
@@ -127,8 +128,12 @@ def document(
     form_action: tuple[str, ...] = (),
     page: str = "",
     head: str = "",
+    library: bool = True,
 ) -> HTMLResponse:
-    """A whole page: `main` (and any extra `head` markup) must already be escaped."""
+    """A whole page: `main` (and any extra `head` markup) must already be escaped.
+
+    `library`: whether THOUGHTLINE_LIBRARY is on (the header links only to pages that exist).
+    """
     html = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -136,7 +141,7 @@ def document(
         f"<title>{e(title)} · Thoughtline</title>"
         f'<link rel="stylesheet" href="{ASSETS}/library.css">'
         f'<script src="{ASSETS}/library.js" defer></script>{head}</head>'
-        f'<body data-page="{e(page)}">{_nav(session, current)}<main id="main">{main}</main></body></html>'
+        f'<body data-page="{e(page)}">{_nav(session, current, library)}<main id="main">{main}</main></body></html>'
     )
     headers = {"Content-Security-Policy": csp(form_action), **SECURITY_HEADERS}
     return HTMLResponse(html, status_code=status, headers=headers)
@@ -150,8 +155,9 @@ def message_page(
     session: Session | None = None,
     extra: str = "",
     back: tuple[str, str] | None = None,
+    library: bool = True,
 ) -> HTMLResponse:
     """A page that says what happened and what to do next; `back` is (a path of ours, its link text)."""
     link = f'<p><a class="back" href="{e(back[0])}">{e(back[1])}</a></p>' if back else ""
     body = f'<h1>{e(title)}</h1><p class="notice">{e(message)}</p>{link}{extra}'
-    return document(title, body, session=session, status=status)
+    return document(title, body, session=session, status=status, library=library)

@@ -145,9 +145,9 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
             '<section aria-labelledby="threads-h" class="panel"><h2 id="threads-h">Threads</h2>'
             f'<ul class="members">{unpin or "<li>Not in any thread.</li>"}</ul>{pin}</section>'
         )
-    lifecycle = "".join(
-        post_button(session, f"{action}/{a}", a.capitalize()) for a in LIFECYCLE_ACTIONS.get(status, ())
-    )
+    # With the library off the pages only read (README); a sequence's status is the agent's to change.
+    steps = LIFECYCLE_ACTIONS.get(status, ()) if source.library_on() else ()
+    lifecycle = "".join(post_button(session, f"{action}/{a}", a.capitalize()) for a in steps)
     if lifecycle:
         controls += f'<section aria-label="Lifecycle" class="panel"><h2>Status</h2>{lifecycle}</section>'
     parts.append(controls)
@@ -157,7 +157,7 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
         more = href(f"/library/sequences/{sequence_id}", cursor=nxt)
         parts.append(f'<p><a href="{more}">Later thoughts</a></p>')
     parts.append(data_block("history", found))
-    return document(title, "".join(parts), session=session, page="sequence")
+    return document(title, "".join(parts), session=session, page="sequence", library=source.library_on())
 
 
 def _pin_form(session: Session, action: str, names: list[str], count: int) -> str:
