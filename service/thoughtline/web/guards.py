@@ -10,7 +10,9 @@ last one must not see another credential than the one the bearer gate checks. Th
 records method, path, status and duration only — never query strings (OAuth codes travel there),
 headers (tokens) or bodies (thought text) — and escapes control characters (F6). A path below
 `/api/v1/threads/` or `/library/threads/` is logged as its pattern: it carries a thread name, user
-content (a `case` thread is often a person's name), which the error logs leave out as well.
+content (a `case` thread is often a person's name), which the error logs leave out as well; any
+other segment below `/api/v1/` or `/library/` that is not a route's word or an issued id (a
+mistyped path, a name sent where an id goes) is logged as `{?}`.
 """
 
 from __future__ import annotations
@@ -186,11 +188,31 @@ _NAMED_PREFIXES = ("/api/v1/threads/", "/library/threads/")
 NAME_PATTERN = "{name}..."
 
 
+# Below these prefixes a path segment is logged only when it is one of the routes' own words or an
+# id the server issued; anything else (a mistyped route, a thread name sent to a route that takes
+# an id) could be user text, so it becomes UNKNOWN_SEGMENT, matched by a route or not (docs/api.md).
+_MASKED_PREFIXES = ("/api/v1/", "/library/")
+_ROUTE_WORDS = frozenset(
+    {
+        *("sequences", "threads", "proposals", "search", "members", "briefing", "accept", "reject"),
+        *("pause", "resume", "complete", "abandon", "pin", "unpin", "rename", "describe", "archive"),
+        *("unarchive", "type", "signin", "signout", "github", "assets", "library.css", "library.js"),
+    }
+)
+_ISSUED_ID = re.compile(r"seq_[0-9a-f]{32}|prp_[0-9]{1,20}")
+UNKNOWN_SEGMENT = "{?}"
+
+
 def logged_path(path: str) -> str:
-    """The path as the access log writes it: a thread name and what follows replaced by a pattern."""
+    """The path as the access log writes it: a thread name, or any segment not ours, replaced by a pattern."""
     for prefix in _NAMED_PREFIXES:
         if path.startswith(prefix):
             return prefix + NAME_PATTERN
+    for prefix in _MASKED_PREFIXES:
+        if path.startswith(prefix):
+            segments = path[len(prefix) :].split("/")
+            kept = (s if s in _ROUTE_WORDS or _ISSUED_ID.fullmatch(s) or not s else UNKNOWN_SEGMENT for s in segments)
+            return prefix + "/".join(kept)
     return path
 
 
