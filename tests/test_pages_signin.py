@@ -366,3 +366,14 @@ async def test_a_list_limit_that_is_not_plain_digits_falls_back_to_the_default_p
             page = await http.get(library.url + "/library", params={"limit": limit})
             assert page.status_code == 200, limit
             assert page.text.count('class="row"') == default.text.count('class="row"') == len(library.ids), limit
+
+
+async def test_a_head_request_to_a_sign_in_link_does_not_use_it_up(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        link = library.link()
+        checked = await http.head(link)
+        followed = await http.get(link)
+    assert checked.status_code == 200
+    assert "set-cookie" not in checked.headers
+    assert followed.status_code == 303
+    assert COOKIE in followed.headers["set-cookie"]
