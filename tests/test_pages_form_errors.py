@@ -31,3 +31,20 @@ async def test_a_list_filter_no_thread_name_can_hold_is_invalid_input_as_in_the_
     assert page.status_code == 400
     assert "“Thread filter” contains" in page.text
     assert "thread_not_found" not in page.text
+
+
+async def test_a_form_whose_text_is_not_utf8_is_refused_and_creates_nothing(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        csrf = await signed_in(library, http)
+        form = {"origin": library.url, "content-type": "application/x-www-form-urlencoded"}
+        escaped = await http.post(library.url + "/library/threads", content=f"csrf={csrf}&name=%FF%FE", headers=form)
+        raw = await http.post(
+            library.url + "/library/threads", content=f"csrf={csrf}&name=".encode() + b"\xff\xfe", headers=form
+        )
+        fine = await http.post(
+            library.url + "/library/threads", content=f"csrf={csrf}&name=%C3%A9t%C3%A9", headers=form
+        )
+        listed = await http.get(library.url + "/api/v1/threads")
+    assert (escaped.status_code, raw.status_code, fine.status_code) == (400, 400, 303)
+    assert "not valid UTF-8" in escaped.text
+    assert sorted(t["name"] for t in listed.json()["threads"]) == ["caching", "été"]

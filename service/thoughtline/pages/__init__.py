@@ -31,7 +31,7 @@ from thoughtline.library.review import ProposalReview
 from thoughtline.library.threads import Periods
 from thoughtline.oauth import OAuthDoor
 from thoughtline.pages import actions, views
-from thoughtline.pages.gate import CookieAuth, as_session
+from thoughtline.pages.gate import CookieAuth, as_session, undecodable_form
 from thoughtline.pages.layout import message_page
 from thoughtline.pages.refusals import explained
 from thoughtline.pages.session import Session, Sessions
@@ -94,6 +94,9 @@ class LibraryPages:
                 refusal = await auth.write_refusal(request, session)
                 if refusal is not None:
                     return message_page("Request refused", refusal, status=403, session=session)
+                unreadable = await undecodable_form(request)
+                if unreadable is not None:
+                    return message_page("The form could not be read", unreadable, status=400, session=session)
 
             async def run() -> Response:
                 try:
