@@ -239,6 +239,7 @@ async def test_the_api_knows_the_session_and_checks_its_changes_like_the_pages(t
         no_token = await http.post(library.url + "/api/v1/threads", json=body, headers={"origin": library.url})
         assert no_token.status_code == 403
         assert no_token.json()["error"] == "csrf_refused"
+        assert "send it in the X-CSRF-Token header" in no_token.json()["message"]  # not the form's wording
         foreign = await http.post(
             library.url + "/api/v1/threads", json=body, headers={"origin": "http://127.0.0.1:9", "x-csrf-token": csrf}
         )

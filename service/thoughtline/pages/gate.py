@@ -26,6 +26,13 @@ CSRF_HEADER = "x-csrf-token"
 
 Page = Callable[[Request, Session], Awaitable[Response]]
 
+CSRF_MISSING = "csrf_refused: the form's security token is missing or belongs to another session; reload the page."
+# The same refusal for a script calling /api/v1 with the cookie: it sends the token as a header.
+API_CSRF_MISSING = (
+    "the session's CSRF token is missing or belongs to another session; send it in the X-CSRF-Token header "
+    "with every change made with the session cookie (docs/security.md). Nothing changed."
+)
+
 
 @dataclass(frozen=True)
 class CookieAuth:
@@ -63,7 +70,7 @@ class CookieAuth:
             value = (await request.form()).get(CSRF_FIELD)
             sent = value if isinstance(value, str) else None
         if not session.csrf_matches(sent):
-            return "csrf_refused: the form's security token is missing or belongs to another session; reload the page."
+            return CSRF_MISSING
         return None
 
     def api_authenticator(self) -> Callable[[Request], Awaitable[Principal | None]]:
@@ -77,7 +84,7 @@ class CookieAuth:
                 refusal = await self.write_refusal(request, session)
                 if refusal is not None:
                     code, _, message = refusal.partition(": ")
-                    raise ApiRefusal(403, code, message)
+                    raise ApiRefusal(403, code, API_CSRF_MISSING if refusal == CSRF_MISSING else message)
             return session.principal()
 
         return identify
