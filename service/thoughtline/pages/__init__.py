@@ -150,6 +150,7 @@ class LibraryPages:
             ),
             Route("/library/signout", self.signin.signout, methods=["POST"]),
             *(_asset(name) for name in ASSET_PARTS),
+            _icon(),
             Route("/library/sequences/{sequence_id}", page(views.sequence_page), methods=["GET"]),
         ]
         if not self.settings.library:
@@ -236,6 +237,21 @@ def _steps(table: dict[str, Endpoint]) -> Endpoint:
         return await endpoint(request)
 
     return run
+
+
+# The pages' icon: linked from every page, so a browser does not ask for /favicon.ico (a 404).
+ICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+    '<path d="M2 4h12M2 8h9M2 12h6" stroke="#5b6b7f" stroke-width="2" stroke-linecap="round"/></svg>'
+)
+
+
+def _icon() -> Route:
+    async def serve(request: Request) -> Response:
+        headers = {"Cache-Control": "max-age=86400", "X-Content-Type-Options": "nosniff"}
+        return Response(ICON, media_type="image/svg+xml", headers=headers)
+
+    return Route("/library/assets/icon.svg", serve, methods=["GET"])
 
 
 def _asset(name: str) -> Route:

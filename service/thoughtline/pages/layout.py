@@ -75,14 +75,25 @@ def csrf_field(session: Session) -> str:
 
 
 def post_button(
-    session: Session, action: str, label: str, *, fields: dict[str, str] | None = None, kind: str = ""
+    session: Session,
+    action: str,
+    label: str,
+    *,
+    fields: dict[str, str] | None = None,
+    kind: str = "",
+    name: str = "",
 ) -> str:
-    """A one-button form that POSTs to `action` (keyboard-reachable like any button)."""
+    """A one-button form that POSTs to `action` (keyboard-reachable like any button).
+
+    `name`: the accessible name when `label` repeats on the page (one Accept per proposal), so a
+    screen reader says which row the button acts on; it starts with `label`, as WCAG 2.5.3 asks.
+    """
     hidden = "".join(f'<input type="hidden" name="{e(k)}" value="{e(v)}">' for k, v in (fields or {}).items())
     cls = f' class="btn {e(kind)}"' if kind else ' class="btn"'
+    aria = f' aria-label="{e(name)}"' if name else ""
     return (
         f'<form method="post" action="{e(action)}" class="inline">{csrf_field(session)}{hidden}'
-        f'<button type="submit"{cls}>{e(label)}</button></form>'
+        f'<button type="submit"{cls}{aria}>{e(label)}</button></form>'
     )
 
 
@@ -139,9 +150,10 @@ def document(
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="color-scheme" content="light dark">'
         f"<title>{e(title)} · Thoughtline</title>"
-        f'<link rel="stylesheet" href="{ASSETS}/library.css">'
+        f'<link rel="stylesheet" href="{ASSETS}/library.css"><link rel="icon" href="{ASSETS}/icon.svg">'
         f'<script src="{ASSETS}/library.js" defer></script>{head}</head>'
-        f'<body data-page="{e(page)}">{_nav(session, current, library)}<main id="main">{main}</main></body></html>'
+        f'<body data-page="{e(page)}"><a class="skip" href="#main">Skip to content</a>'
+        f'{_nav(session, current, library)}<main id="main" tabindex="-1">{main}</main></body></html>'
     )
     headers = {"Content-Security-Policy": csp(form_action), **SECURITY_HEADERS}
     return HTMLResponse(html, status_code=status, headers=headers)

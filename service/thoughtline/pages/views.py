@@ -130,7 +130,8 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
     if source.library_on():
         choices = await source.pin_choices()
         unpin = "".join(
-            f"<li>{thread_badges([n])}{post_button(session, action + '/unpin', 'Unpin', fields={'thread': n})}</li>"
+            f"<li>{thread_badges([n])}"
+            f"{post_button(session, action + '/unpin', 'Unpin', fields={'thread': n}, name=f'Unpin from {n}')}</li>"
             for n in member_of
         )
         left_out = int(sequence.get("threadCount", 0)) - len(member_of)
@@ -301,7 +302,11 @@ def _archive_button(session: Session, base: str, archived: bool) -> str:
 def _member_row(session: Session, thread: str, member: dict[str, Any]) -> str:
     sequence_id = str(member["sequenceId"])
     unpin = post_button(
-        session, f"/library/sequences/{sequence_id}/unpin", "Unpin", fields={"thread": thread, "back": "thread"}
+        session,
+        f"/library/sequences/{sequence_id}/unpin",
+        "Unpin",
+        fields={"thread": thread, "back": "thread"},
+        name=f"Unpin {member.get('title') or sequence_id}",
     )
     status = str(member.get("status", ""))
     return (
@@ -314,12 +319,13 @@ def _member_row(session: Session, thread: str, member: dict[str, Any]) -> str:
 def _proposal_row(session: Session, proposal: dict[str, Any]) -> str:
     base = f"/library/proposals/{proposal['proposalId']}"
     thread, sequence_id = str(proposal["thread"]), str(proposal["sequenceId"])
+    what = f"{proposal.get('title') or sequence_id} into {thread}"
     return (
         f'<li class="row proposal"><span><a href="{thread_href(thread)}">{e(thread)}</a> ← '
         f'<a class="title" href="{sequence_href(sequence_id)}">{e(proposal.get("title") or sequence_id)}</a></span>'
         f'<p class="snippet">{e(proposal.get("evidence", ""))}</p><span class="actions">'
-        f"{post_button(session, base + '/accept', 'Accept', kind='primary')}"
-        f"{post_button(session, base + '/reject', 'Reject', kind='quiet')}"
+        f"{post_button(session, base + '/accept', 'Accept', kind='primary', name=f'Accept {what}')}"
+        f"{post_button(session, base + '/reject', 'Reject', kind='quiet', name=f'Reject {what}')}"
         "</span></li>"
     )
 

@@ -196,7 +196,7 @@ _ROUTE_WORDS = frozenset(
     {
         *("sequences", "threads", "proposals", "search", "members", "briefing", "accept", "reject"),
         *("pause", "resume", "complete", "abandon", "pin", "unpin", "rename", "describe", "archive"),
-        *("unarchive", "type", "signin", "signout", "github", "assets", "library.css", "library.js"),
+        *("unarchive", "type", "signin", "signout", "github", "assets", "library.css", "library.js", "icon.svg"),
     }
 )
 _ISSUED_ID = re.compile(r"seq_[0-9a-f]{32}|prp_[0-9]{1,20}")
