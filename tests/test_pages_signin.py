@@ -358,15 +358,17 @@ async def test_the_list_pages_on_with_the_apis_cursor(tmp_path: Path) -> None:
         assert sorted(shown) == sorted(library.ids.values())
 
 
-async def test_a_list_limit_that_is_not_plain_digits_falls_back_to_the_default_page(tmp_path: Path) -> None:
+async def test_a_list_limit_that_is_not_plain_digits_is_refused_naming_limit_as_the_api_refuses_it(
+    tmp_path: Path,
+) -> None:
     async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
         await signed_in(library, http)
-        default = await http.get(library.url + "/library")
         # "\u00b2" (superscript two) passes str.isdigit(); a 5,000-digit number is past int()'s limit.
         for limit in ("\u00b2", "\u0663", "9" * 5000, "-1", "2.5"):
             page = await http.get(library.url + "/library", params={"limit": limit})
-            assert page.status_code == 200, limit
-            assert page.text.count('class="row"') == default.text.count('class="row"') == len(library.ids), limit
+            api = await http.get(library.url + "/api/v1/sequences", params={"limit": limit})
+            assert (page.status_code, api.status_code) == (400, 400), limit
+            assert "&#x27;limit&#x27;" in page.text, limit
 
 
 async def test_a_head_request_to_a_sign_in_link_does_not_use_it_up(tmp_path: Path) -> None:

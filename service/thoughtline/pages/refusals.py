@@ -50,6 +50,7 @@ class _Asked:
     back: str
     back_label: str
     typed: str  # the thread name the form sent (create, rename, pin), for messages that name it
+    here: str = ""  # a page's own path without its query: where a bad query parameter is left behind
 
 
 def thread_path(name: str) -> str:
@@ -71,13 +72,14 @@ async def _asked(request: Request, library_on: bool) -> _Asked:
     params = request.path_params
     if request.method != "POST":
         if "sequence_id" in params:
-            return _Asked("sequence", LIBRARY, "Back to your sequences", "")
+            return _Asked("sequence", LIBRARY, "Back to your sequences", "", sequence_path(str(params["sequence_id"])))
         if "name" in params:
-            return _Asked("thread", THREADS, "See your threads", "")
+            return _Asked("thread", THREADS, "See your threads", "", thread_path(str(params["name"])))
         page = request.url.path.rstrip("/")
         labels = {THREADS: ("threads", "Back to threads"), PROPOSALS: ("proposals", "Back to proposals")}
         kind, label = labels.get(page, ("library", "Back to your sequences"))
-        return _Asked(kind, page if kind != "library" else LIBRARY, label, "")
+        back = page if kind != "library" else LIBRARY
+        return _Asked(kind, back, label, "", back)
     if request.url.path.startswith(PROPOSALS + "/"):
         return _Asked("review", PROPOSALS, "Back to proposals", "")
     if "sequence_id" in params:
@@ -96,6 +98,12 @@ def _invalid(message: str, asked: _Asked) -> tuple[str, str]:
     """An `invalid_input` in the pages' words: the form's label for the field, or what a link held."""
     found = _FIELD.match(message)
     field = found.group(1) if found else ""
+    if asked.here and field not in ("cursor", "sequenceId", "thread"):
+        # A page's query parameter (a bookmark or an edited link): said as the API says it.
+        message = message.replace("unknown argument", "unknown parameter")
+        return "This address asks for something the page cannot show", (
+            f"In the address: {message} Correct it, or open the page without it (the API refuses it too)."
+        )
     if field == "cursor":
         return "This link is out of date", (
             "The link's page position (its cursor) cannot be used any more, or was altered. "
@@ -140,6 +148,8 @@ def explain(refused: DomainError, asked: _Asked) -> Explained:
         title, text = _invalid(refused.message, asked)
         if title == "Not a sequence":
             back, label = LIBRARY, "Back to your sequences"
+        elif title.startswith("This address"):
+            back, label = asked.here, "Open the page without it"
         return Explained(title, text, back, label)
     if code == "proposal_not_found":
         text = (
