@@ -19,9 +19,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import apsw
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
 
 from thoughtline.api.wiring import library_search
 from thoughtline.clock import Clock
@@ -52,7 +53,7 @@ View = Callable[[Request, Session, Source], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 # A function endpoint serves only GET unless told otherwise (Starlette adds HEAD).
-_ANY_METHOD = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+_ANY_METHOD = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"]
 CONFLICTS = frozenset({"thread_exists", "thread_archived", "branch_conflict", "idempotency_conflict"})
 # The two assets, each one file of ours assembled from ui/: what the App shares comes first.
 ASSET_PARTS = {
@@ -91,10 +92,14 @@ class LibraryPages:
                     return message_page("Not signed in", "Sign in again: run `thoughtline open`.", status=401)
                 return RedirectResponse("/library/signin", status_code=303)
             if write:
-                refusal = await auth.write_refusal(request, session)
+                try:
+                    refusal = await auth.write_refusal(request, session)
+                    unreadable = await undecodable_form(request) if refusal is None else None
+                except HTTPException as exc:  # Starlette's form parser: too many fields, no multipart boundary
+                    text = f"{exc.detail} Nothing changed; send the form from its page again."
+                    return message_page("The form could not be read", text, status=exc.status_code, session=session)
                 if refusal is not None:
                     return message_page("Request refused", refusal, status=403, session=session)
-                unreadable = await undecodable_form(request)
                 if unreadable is not None:
                     return message_page("The form could not be read", unreadable, status=400, session=session)
 
@@ -155,9 +160,10 @@ class LibraryPages:
         ]
         if not self.settings.library:
             # Only reading remains, as on the API: no status steps, no curation.
-            return [*routes, Route("/library", page(_library_off), methods=["GET"]), *_not_found_routes(False)]
+            off = [*routes, Route("/library", page(_library_off), methods=["GET"])]
+            return [*off, *_not_found_routes(off, False)]
         sequence_steps.update(dict.fromkeys(("pin", "unpin"), act(actions.membership)))
-        return [
+        routes = [
             *routes,
             Route("/library/sequences/{sequence_id}/{step}", _steps(sequence_steps), methods=["POST"]),
             Route("/library", page(views.library_page), methods=["GET"]),
@@ -175,8 +181,8 @@ class LibraryPages:
                 _steps(dict.fromkeys(("accept", "reject"), act(actions.review))),
                 methods=["POST"],
             ),
-            *_not_found_routes(True),
         ]
+        return [*routes, *_not_found_routes(routes, True)]
 
     def close(self) -> None:
         """Close the sign-in database's kept connection."""
@@ -205,26 +211,37 @@ async def _library_off(request: Request, session: Session, source: Source) -> Re
     return message_page("The library is off", text, status=200, session=session, library=False)
 
 
-async def _not_found(request: Request) -> Response:
-    return message_page("Not found", "There is no page here; the library starts at /library.", status=404)
-
-
-async def _off_not_found(request: Request) -> Response:
-    text = (
-        "There is no page here: this server runs with THOUGHTLINE_LIBRARY=off, so only signing in and reading "
-        "a sequence by its id (/library/sequences/<id>) remain."
-    )
-    return message_page("Not found", text, status=404, library=False)
-
-
-def _not_found_routes(library: bool) -> list[BaseRoute]:
+def _not_found_routes(served: list[BaseRoute], library: bool) -> list[BaseRoute]:
     """Last of the group: any other /library path (or method) gets a page of ours, with its headers.
 
-    Without them Starlette answers in plain text, without the pages' security headers. With the
-    library off the page names the setting, as `/library` and the API do.
+    Without them Starlette answers in plain text, without the pages' security headers. A path a
+    route serves with other methods answers 405 with `Allow`, as the API does; with the library off
+    the 404 names the setting, as `/library` and the API do.
     """
-    endpoint = _not_found if library else _off_not_found
-    return [Route(path, endpoint, methods=_ANY_METHOD) for path in ("/library", "/library/{rest:path}")]
+
+    async def not_found(request: Request) -> Response:
+        allowed = sorted(
+            {
+                m
+                for r in served
+                if isinstance(r, Route) and r.matches(request.scope)[0] == Match.PARTIAL
+                for m in r.methods or ()
+            }
+        )
+        if allowed:
+            text = f"This page does not take a {request.method} request; it takes {', '.join(allowed)}."
+            response = message_page("Method not allowed", text, status=405, library=library)
+            response.headers["Allow"] = ", ".join(allowed)
+            return response
+        if library:
+            return message_page("Not found", "There is no page here; the library starts at /library.", status=404)
+        text = (
+            "There is no page here: this server runs with THOUGHTLINE_LIBRARY=off, so only signing in and reading "
+            "a sequence by its id (/library/sequences/<id>) remain."
+        )
+        return message_page("Not found", text, status=404, library=False)
+
+    return [Route(path, not_found, methods=_ANY_METHOD) for path in ("/library", "/library/{rest:path}")]
 
 
 def _steps(table: dict[str, Endpoint]) -> Endpoint:

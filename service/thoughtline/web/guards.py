@@ -22,6 +22,7 @@ import logging
 import re
 import time
 from collections.abc import Iterable
+from html import escape
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -73,6 +74,33 @@ async def _reply(send: Send, status: int, error: str, message: str) -> None:
             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
         }
     )
+    await send({"type": "http.response.body", "body": body})
+
+
+# A refusal a person meets: a library form posted from a browser (it asks for HTML). The pages'
+# own frame lives in `pages/`, above this guard; this page is self-contained and loads nothing.
+_PAGE_HEADERS = [
+    (b"content-type", b"text/html; charset=utf-8"),
+    (b"content-security-policy", b"default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"cache-control", b"no-store"),
+]
+
+
+def _wants_page(scope: Scope) -> bool:
+    accept = next((v for k, v in scope.get("headers", []) if k == b"accept"), b"")
+    return str(scope.get("path", "")).startswith("/library") and b"text/html" in accept
+
+
+async def _reply_page(send: Send, status: int, title: str, message: str) -> None:
+    body = (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)} · Thoughtline</title>'
+        f"</head><body><main><h1>{escape(title)}</h1><p>{escape(message)}</p>"
+        '<p><a href="/library">Back to your library</a></p></main></body></html>'
+    ).encode()
+    headers = [*_PAGE_HEADERS, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -147,6 +175,10 @@ class HostOriginGuard:
             origin_text = origin.decode("latin-1")
             origin_name = urlsplit(origin_text).hostname if "://" in origin_text else None
             if origin_name is None or origin_name.lower() not in self._origins:
+                if _wants_page(scope):
+                    text = "This form was sent from another site (its Origin is not this server's), so nothing changed."
+                    await _reply_page(send, 403, "Request refused", text)
+                    return
                 await _reply(
                     send,
                     403,
@@ -163,6 +195,9 @@ class HostOriginGuard:
             except _Gone:
                 return
             if body is None:
+                if _wants_page(scope):
+                    await _reply_page(send, 413, "The form is too large", too_large(self._max_body))
+                    return
                 await _reply(send, 413, "payload_too_large", too_large(self._max_body))
                 return
             await self._app(scope, replay(body, receive), send)
@@ -172,6 +207,13 @@ class HostOriginGuard:
                 await _reply(send, 400, "bad_request", "Content-Length must be a whole number of bytes.")
                 return
             if int(length) > self._max_body:
+                if _wants_page(scope):
+                    text = (
+                        f"The form is {int(length)} bytes; this server takes at most {self._max_body} "
+                        "(THOUGHTLINE_MAX_BODY_BYTES). Nothing changed; go back and shorten the text."
+                    )
+                    await _reply_page(send, 413, "The form is too large", text)
+                    return
                 await _reply(
                     send,
                     413,
