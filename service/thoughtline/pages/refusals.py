@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import quote
 
 from starlette.requests import Request
 
 from thoughtline.errors import DomainError
+from thoughtline.pages.actions import sequence_path, thread_path
 
 LIBRARY = "/library"
 THREADS = "/library/threads"
@@ -51,16 +51,6 @@ class _Asked:
     back_label: str
     typed: str  # the thread name the form sent (create, rename, pin), for messages that name it
     here: str = ""  # a page's own path without its query: where a bad query parameter is left behind
-
-
-def thread_path(name: str) -> str:
-    """A thread page's path."""
-    return THREADS + "/" + quote(name, safe="")
-
-
-def sequence_path(sequence_id: str) -> str:
-    """A sequence page's path."""
-    return LIBRARY + "/sequences/" + quote(sequence_id, safe="")
 
 
 async def _field(request: Request, name: str) -> str:
