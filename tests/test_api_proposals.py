@@ -97,4 +97,15 @@ async def test_an_archived_threads_proposal_waits_with_a_conflict(app: Served) -
         body(await api.patch(f"/threads/{GARDEN[0]}", json={"status": "archived"}))
         code, message = refusal(await api.post(f"/proposals/{proposal['proposalId']}/accept"), 409)
     assert code == "thread_archived"
-    assert "unarchive" in message
+    assert 'PATCH /api/v1/threads/{name} and {"status": "active"}' in message
+    assert "configure_thread" not in message
+
+
+async def test_a_malformed_proposal_id_is_refused_in_the_routes_words(app: Served) -> None:
+    async with api_client(app) as api:
+        code, message = refusal(await api.post("/proposals/notanid/accept"), 400)
+    assert code == "invalid_input"
+    assert "'notanid' in the path is not a proposal id" in message
+    assert "GET /api/v1/proposals" in message
+    assert "action" not in message
+    assert "proposalId" not in message

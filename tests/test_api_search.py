@@ -64,8 +64,9 @@ async def test_repeated_alternatives_are_the_tools_alternatives(app: Served) -> 
 @pytest.mark.parametrize(
     ("params", "status", "code", "needle"),
     [
-        ({}, 400, "invalid_input", "'query'"),
-        ({"q": "\u200b\u200b"}, 400, "invalid_input", "'query' is empty to a reader"),
+        ({}, 400, "invalid_input", "'q' is required: send the question"),
+        ({"q": ""}, 400, "invalid_input", "'q' is empty: send the question"),
+        ({"q": "\u200b\u200b"}, 400, "invalid_input", "'q' is empty to a reader"),
         ({"q": "x", "by": "word"}, 400, "invalid_input", "'by'"),
         ({"q": "x", "limit": "51"}, 400, "invalid_input", "'limit'"),
         ({"q": "x", "status": "done"}, 400, "invalid_input", "'status'"),
@@ -81,3 +82,5 @@ async def test_search_refusals_are_the_tools_with_a_fitting_status(
         got, message = refusal(await api.get("/search", params=params), status)
     assert got == code
     assert needle in message
+    assert "'query'" not in message  # the tool's argument; the route's parameter is `q`
+    assert "leave the field out" not in message  # leaving `q` out is refused too

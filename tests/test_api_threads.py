@@ -174,6 +174,9 @@ async def test_membership_refusals_name_the_sequence_or_the_thread(app: Served) 
     assert no_sequence[0] == "sequence_not_found"
     assert missing in no_sequence[1]
     assert bad_id[0] == "invalid_input"
+    assert "'seq_nope' in the path is not a sequence id" in bad_id[1]
+    assert "sequentialthinking" not in bad_id[1]
+    assert "start a new sequence" not in bad_id[1]
     assert no_thread[0] == "thread_not_found"
 
 

@@ -78,3 +78,22 @@ def test_the_access_log_writes_thread_routes_as_patterns_never_the_thread_name(t
     assert "GET /api/v1/threads/{name}... 200" in log
     assert "GET /library/threads/{name}... 303" in log
     assert "Dana" not in log
+
+
+def test_the_access_log_masks_unmatched_and_mistyped_library_and_api_paths(tmp_path: Path) -> None:
+    child = start_child(tmp_path / "data")
+    try:
+        with httpx.Client(base_url=child.base_url, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            assert http.get("/library/thread/SecretNameOne").status_code == 404
+            assert http.get("/api/v1/threadz/SecretNameTwo").status_code == 404
+            assert http.get("/api/v1/sequences/SecretNameThree").status_code == 400
+            assert http.post("/api/v1/sequences/SecretNameFour/pause").status_code == 400
+            http.get("/library/sequences/SecretNameFive")  # no session: a redirect, logged all the same
+            assert http.get("/api/v1/sequences").status_code == 200
+    finally:
+        stop_child(child)
+    log = child.log()
+    assert "Secret" not in log
+    assert "GET /library/{?}/{?} 404" in log
+    assert "POST /api/v1/sequences/{?}/pause 400" in log
+    assert "GET /api/v1/sequences 200" in log  # a route's own words stay as they are

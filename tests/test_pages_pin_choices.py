@@ -77,7 +77,7 @@ async def test_pinning_a_thread_name_no_thread_has_is_refused_saying_what_to_typ
         )
         after = await members(library, "caching")
     assert answer.status_code == 404
-    assert "thread_not_found: no thread named &#x27;no such thread&#x27;" in answer.text
-    assert "/library/threads lists it, or create the thread there first. Nothing changed." in answer.text
+    assert "There is no thread named “no such thread”." in answer.text
+    assert "as Threads lists it (any letter case), or create the thread there first. Nothing changed." in answer.text
     assert "configure_thread" not in answer.text
     assert after == [library.ids["plan"]]

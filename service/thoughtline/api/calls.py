@@ -23,8 +23,9 @@ from starlette.responses import JSONResponse, Response
 from thoughtline.api.auth import RequestAuthenticator, identify
 from thoughtline.api.errors import INTERNAL_MESSAGE, UNAVAILABLE, ApiRefusal, error_response, failure_response
 from thoughtline.clock import Clock, now_ms
+from thoughtline.domain.arguments import parse_proposal_id, require_sequence_id
 from thoughtline.domain.coercion import reject_unknown
-from thoughtline.errors import InternalError, ThoughtlineError, invalid
+from thoughtline.errors import DomainError, InternalError, ThoughtlineError, invalid
 from thoughtline.identity import reset_principal, set_principal
 from thoughtline.library.review import ProposalReview
 from thoughtline.library.threads import Periods
@@ -102,6 +103,31 @@ class Call:
     def path(self, name: str) -> str:
         """A path parameter (decoded)."""
         return self.params[name] if name in self.params else str(self.request.path_params[name])
+
+    def sequence_id(self) -> str:
+        """The path's sequence id, checked by the tools' rule; refused in the route's words.
+
+        The tools' message names `sequenceId` and sequentialthinking; here the id is a path segment.
+        """
+        sent = self.path("sequence_id")
+        try:
+            return require_sequence_id({"sequenceId": sent})
+        except DomainError:
+            raise invalid(
+                f"{sent[:80]!r} in the path is not a sequence id: send one as GET /api/v1/sequences lists them "
+                "(seq_ followed by 32 hex characters)."
+            ) from None
+
+    def proposal_id(self) -> int:
+        """The path's proposal id (its row), refused in the route's words."""
+        sent = self.path("proposal_id")
+        try:
+            return parse_proposal_id({"proposalId": sent})
+        except DomainError:
+            raise invalid(
+                f"{sent[:40]!r} in the path is not a proposal id: send one as GET /api/v1/proposals lists them "
+                "(prp_ followed by digits)."
+            ) from None
 
     def query(self, allowed: frozenset[str]) -> dict[str, Any]:
         """The query parameters as tool arguments: each given once (but `alternatives`), none unknown."""

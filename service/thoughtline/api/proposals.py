@@ -5,7 +5,6 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from thoughtline.api.calls import Call, ok
-from thoughtline.domain.arguments import parse_proposal_id
 from thoughtline.domain.coercion import coerce_int, coerce_str
 from thoughtline.domain.thread_names import check_name
 from thoughtline.library.review import DEFAULT_LIMIT, MAX_LIMIT
@@ -33,5 +32,5 @@ async def reject(call: Call) -> Response:
 
 async def _decide(call: Call, *, accept: bool) -> Response:
     call.query(frozenset())
-    rowid = parse_proposal_id({"proposalId": call.path("proposal_id")})
+    rowid = call.proposal_id()
     return ok(decision_json(await call.api.review.decide(call.store, rowid, accept, call.now_ms)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from thoughtline.api.calls import Call, ok
-from thoughtline.domain.arguments import parse_delete, parse_history, require_sequence_id
+from thoughtline.domain.arguments import parse_delete, parse_history
 from thoughtline.domain.coercion import coerce_int, coerce_str, one_of, optional_one_of
 from thoughtline.errors import DomainError
 from thoughtline.library import history, sequences
@@ -40,13 +40,13 @@ async def list_sequences(call: Call) -> Response:
 
 async def read_sequence(call: Call) -> Response:
     """GET /sequences/{id}: one page of history, as `get_thought_history` returns it."""
-    inp = parse_history({**call.query(_HISTORY_FIELDS), "sequenceId": call.path("sequence_id")})
+    inp = parse_history({**call.query(_HISTORY_FIELDS), "sequenceId": call.sequence_id()})
     return ok(history_json(await history.read_history(call.store, inp)))
 
 
 async def delete_sequence(call: Call) -> Response:
     """DELETE /sequences/{id}?confirm=true: permanent; an unknown id is 404."""
-    inp = parse_delete({**call.query(frozenset({"confirm"})), "sequenceId": call.path("sequence_id")})
+    inp = parse_delete({**call.query(frozenset({"confirm"})), "sequenceId": call.sequence_id()})
     deleted = await sequences.delete_sequence(call.store, inp.sequence_id)
     if not deleted.deleted:
         raise DomainError("sequence_not_found", f"no sequence {inp.sequence_id} in your store; nothing was deleted.")
@@ -57,5 +57,5 @@ async def lifecycle_action(call: Call) -> Response:
     """POST /sequences/{id}/{action}: pause, resume (with the last thought), complete, abandon."""
     call.query(frozenset())
     action = one_of(call.path("action"), "action", sequences.LIFECYCLE_ACTIONS)
-    sequence_id = require_sequence_id({"sequenceId": call.path("sequence_id")})
+    sequence_id = call.sequence_id()
     return ok(transition_json(await sequences.change_status(call.store, sequence_id, action, call.now_ms)))

@@ -12,7 +12,7 @@ from typing import Any
 from starlette.responses import Response
 
 from thoughtline.api.calls import Call, ok
-from thoughtline.domain.arguments import parse_description, parse_thread_type, require_sequence_id
+from thoughtline.domain.arguments import parse_description, parse_thread_type
 from thoughtline.domain.coercion import coerce_bool, coerce_int, coerce_str, one_of, parse_instant, require_confirm
 from thoughtline.domain.thread_names import check_name
 from thoughtline.errors import invalid
@@ -101,7 +101,7 @@ async def unpin(call: Call) -> Response:
 async def _membership(call: Call, *, member: bool) -> Response:
     call.query(frozenset())
     name = _name(call)
-    sequence_id = require_sequence_id({"sequenceId": call.path("sequence_id")})
+    sequence_id = call.sequence_id()
     result = await threads.set_membership(call.store, call.api.periods, call.now_ms, name, sequence_id, member)
     return ok(membership_json(result))
 

@@ -161,6 +161,8 @@ class ProposalReview:
                     "thread_archived",
                     f"thread {found.thread!r} is archived, so its proposals are on hold; unarchive it with "
                     "configure_thread action 'unarchive' to review them.",
+                    api_message=f"thread {found.thread!r} is archived, so its proposals are on hold; unarchive it "
+                    'with PATCH /api/v1/threads/{name} and {"status": "active"} to review them.',
                 )
             if accept:
                 thread_store.add_member(conn, found.thread_rowid, found.sequence_rowid, "review", now_ms)

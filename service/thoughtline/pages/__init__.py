@@ -3,8 +3,9 @@
 `LibraryPages(settings, clock)` is built before the OAuth door (the door's GitHub callback hands
 library sign-ins to it); `routes(router, library, door)` gives the routes to mount. Every page and
 action runs through `_guarded`, the pages' outermost handler: no session, no page; a change needs
-the session's CSRF token and a same-origin Origin; a refusal from the library is shown with its
-code and a fitting status; a failure below is a 503 page, never a 500 or a trace.
+the session's CSRF token and a same-origin Origin; a refusal from the library is shown in the
+pages' words (`refusals.py`) with a fitting status and a link back; a failure below is a 503
+page, never a 500 or a trace.
 With `THOUGHTLINE_LIBRARY=off` only signing in and reading a sequence by its id remain.
 """
 
@@ -18,9 +19,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import apsw
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
 
 from thoughtline.api.wiring import library_search
 from thoughtline.clock import Clock
@@ -30,8 +32,9 @@ from thoughtline.library.review import ProposalReview
 from thoughtline.library.threads import Periods
 from thoughtline.oauth import OAuthDoor
 from thoughtline.pages import actions, views
-from thoughtline.pages.gate import CookieAuth, as_session
+from thoughtline.pages.gate import CookieAuth, as_session, undecodable_form
 from thoughtline.pages.layout import message_page
+from thoughtline.pages.refusals import explained
 from thoughtline.pages.session import Session, Sessions
 from thoughtline.pages.signin import SignIn
 from thoughtline.pages.source import Source
@@ -50,7 +53,7 @@ View = Callable[[Request, Session, Source], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 # A function endpoint serves only GET unless told otherwise (Starlette adds HEAD).
-_ANY_METHOD = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+_ANY_METHOD = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"]
 CONFLICTS = frozenset({"thread_exists", "thread_archived", "branch_conflict", "idempotency_conflict"})
 # The two assets, each one file of ours assembled from ui/: what the App shares comes first.
 ASSET_PARTS = {
@@ -89,16 +92,26 @@ class LibraryPages:
                     return message_page("Not signed in", "Sign in again: run `thoughtline open`.", status=401)
                 return RedirectResponse("/library/signin", status_code=303)
             if write:
-                refusal = await auth.write_refusal(request, session)
+                try:
+                    refusal = await auth.write_refusal(request, session)
+                    unreadable = await undecodable_form(request) if refusal is None else None
+                except HTTPException as exc:  # Starlette's form parser: too many fields, no multipart boundary
+                    text = f"{exc.detail} Nothing changed; send the form from its page again."
+                    return message_page("The form could not be read", text, status=exc.status_code, session=session)
                 if refusal is not None:
                     return message_page("Request refused", refusal, status=403, session=session)
+                if unreadable is not None:
+                    return message_page("The form could not be read", unreadable, status=400, session=session)
 
             async def run() -> Response:
                 try:
                     return await view(request, session, source)
                 except DomainError as refused:
+                    on = self.settings.library
+                    said = await explained(refused, request, on)
+                    back = (said.back, said.back_label)
                     status = refusal_status(refused.code)
-                    return message_page("That did not work", refused.wire_text(), status=status, session=session)
+                    return message_page(said.title, said.message, status=status, session=session, back=back, library=on)
                 except SchemaTooNewError as exc:
                     return message_page("Your store cannot be read", f"storage_error: {exc}", status=503)
                 except (StorageError, apsw.Error) as exc:
@@ -142,17 +155,15 @@ class LibraryPages:
             ),
             Route("/library/signout", self.signin.signout, methods=["POST"]),
             *(_asset(name) for name in ASSET_PARTS),
+            _icon(),
             Route("/library/sequences/{sequence_id}", page(views.sequence_page), methods=["GET"]),
         ]
         if not self.settings.library:
-            return [
-                *routes,
-                Route("/library/sequences/{sequence_id}/{step}", _steps(sequence_steps), methods=["POST"]),
-                Route("/library", page(_library_off), methods=["GET"]),  # where signing in lands
-                *_not_found_routes(),
-            ]
+            # Only reading remains, as on the API: no status steps, no curation.
+            off = [*routes, Route("/library", page(_library_off), methods=["GET"])]
+            return [*off, *_not_found_routes(off, False)]
         sequence_steps.update(dict.fromkeys(("pin", "unpin"), act(actions.membership)))
-        return [
+        routes = [
             *routes,
             Route("/library/sequences/{sequence_id}/{step}", _steps(sequence_steps), methods=["POST"]),
             Route("/library", page(views.library_page), methods=["GET"]),
@@ -170,8 +181,8 @@ class LibraryPages:
                 _steps(dict.fromkeys(("accept", "reject"), act(actions.review))),
                 methods=["POST"],
             ),
-            *_not_found_routes(),
         ]
+        return [*routes, *_not_found_routes(routes, True)]
 
     def close(self) -> None:
         """Close the sign-in database's kept connection."""
@@ -197,19 +208,40 @@ async def _library_off(request: Request, session: Session, source: Source) -> Re
         "This server runs with THOUGHTLINE_LIBRARY=off, so there is no list, search, threads or proposals. "
         "A sequence is still read by its id at /library/sequences/<id> (the id is in the tool results)."
     )
-    return message_page("The library is off", text, status=200, session=session)
+    return message_page("The library is off", text, status=200, session=session, library=False)
 
 
-async def _not_found(request: Request) -> Response:
-    return message_page("Not found", "There is no page here; the library starts at /library.", status=404)
-
-
-def _not_found_routes() -> list[BaseRoute]:
+def _not_found_routes(served: list[BaseRoute], library: bool) -> list[BaseRoute]:
     """Last of the group: any other /library path (or method) gets a page of ours, with its headers.
 
-    Without them Starlette answers in plain text, without the pages' security headers.
+    Without them Starlette answers in plain text, without the pages' security headers. A path a
+    route serves with other methods answers 405 with `Allow`, as the API does; with the library off
+    the 404 names the setting, as `/library` and the API do.
     """
-    return [Route(path, _not_found, methods=_ANY_METHOD) for path in ("/library", "/library/{rest:path}")]
+
+    async def not_found(request: Request) -> Response:
+        allowed = sorted(
+            {
+                m
+                for r in served
+                if isinstance(r, Route) and r.matches(request.scope)[0] == Match.PARTIAL
+                for m in r.methods or ()
+            }
+        )
+        if allowed:
+            text = f"This page does not take a {request.method} request; it takes {', '.join(allowed)}."
+            response = message_page("Method not allowed", text, status=405, library=library)
+            response.headers["Allow"] = ", ".join(allowed)
+            return response
+        if library:
+            return message_page("Not found", "There is no page here; the library starts at /library.", status=404)
+        text = (
+            "There is no page here: this server runs with THOUGHTLINE_LIBRARY=off, so only signing in and reading "
+            "a sequence by its id (/library/sequences/<id>) remain."
+        )
+        return message_page("Not found", text, status=404, library=False)
+
+    return [Route(path, not_found, methods=_ANY_METHOD) for path in ("/library", "/library/{rest:path}")]
 
 
 def _steps(table: dict[str, Endpoint]) -> Endpoint:
@@ -222,6 +254,21 @@ def _steps(table: dict[str, Endpoint]) -> Endpoint:
         return await endpoint(request)
 
     return run
+
+
+# The pages' icon: linked from every page, so a browser does not ask for /favicon.ico (a 404).
+ICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+    '<path d="M2 4h12M2 8h9M2 12h6" stroke="#5b6b7f" stroke-width="2" stroke-linecap="round"/></svg>'
+)
+
+
+def _icon() -> Route:
+    async def serve(request: Request) -> Response:
+        headers = {"Cache-Control": "max-age=86400", "X-Content-Type-Options": "nosniff"}
+        return Response(ICON, media_type="image/svg+xml", headers=headers)
+
+    return Route("/library/assets/icon.svg", serve, methods=["GET"])
 
 
 def _asset(name: str) -> Route:

@@ -2,7 +2,7 @@
 
 Each action is a form POST (the gate has already checked its Origin and CSRF token) that runs one
 library operation and answers 303 back to the page it came from; a refusal shows the operation's
-own `<code>: <message>` with a fitting status, and nothing changed.
+refusal in the pages' words (`refusals.py`) with a fitting status, and nothing changed.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from thoughtline.errors import DomainError
 from thoughtline.pages.session import Session
 from thoughtline.pages.source import Source
 
@@ -66,17 +65,7 @@ async def membership(request: Request, session: Session, source: Source) -> Resp
     """POST /library/sequences/{id}/pin|unpin: add the sequence to a thread, or take it out."""
     sequence_id, step = request.path_params["sequence_id"], request.path_params["step"]
     thread = await _field(request, "thread")
-    try:
-        await source.membership(thread, sequence_id, member=step == "pin")
-    except DomainError as refused:
-        if refused.code != "thread_not_found":
-            raise
-        # The library's message points at the tools; a person here types a name, so say where names are.
-        raise DomainError(
-            "thread_not_found",
-            f"no thread named {thread!r}; type the name of one of your threads (any letter case) as "
-            "/library/threads lists it, or create the thread there first. Nothing changed.",
-        ) from None
+    await source.membership(thread, sequence_id, member=step == "pin")
     return back(thread_path(thread) if await _field(request, "back") == "thread" else sequence_path(sequence_id))
 
 

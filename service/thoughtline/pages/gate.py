@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from urllib.parse import unquote_to_bytes
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -24,6 +25,13 @@ CSRF_FIELD = "csrf"
 CSRF_HEADER = "x-csrf-token"
 
 Page = Callable[[Request, Session], Awaitable[Response]]
+
+CSRF_MISSING = "csrf_refused: the form's security token is missing or belongs to another session; reload the page."
+# The same refusal for a script calling /api/v1 with the cookie: it sends the token as a header.
+API_CSRF_MISSING = (
+    "the session's CSRF token is missing or belongs to another session; send it in the X-CSRF-Token header "
+    "with every change made with the session cookie (docs/security.md). Nothing changed."
+)
 
 
 @dataclass(frozen=True)
@@ -58,10 +66,11 @@ class CookieAuth:
         if sent is None and request.headers.get("content-type", "").startswith(
             ("application/x-www-form-urlencoded", "multipart/form-data")
         ):
+            await request.body()  # kept by the request, so `undecodable_form` can read the bytes after the form
             value = (await request.form()).get(CSRF_FIELD)
             sent = value if isinstance(value, str) else None
         if not session.csrf_matches(sent):
-            return "csrf_refused: the form's security token is missing or belongs to another session; reload the page."
+            return CSRF_MISSING
         return None
 
     def api_authenticator(self) -> Callable[[Request], Awaitable[Principal | None]]:
@@ -75,10 +84,37 @@ class CookieAuth:
                 refusal = await self.write_refusal(request, session)
                 if refusal is not None:
                     code, _, message = refusal.partition(": ")
-                    raise ApiRefusal(403, code, message)
+                    raise ApiRefusal(403, code, API_CSRF_MISSING if refusal == CSRF_MISSING else message)
             return session.principal()
 
         return identify
+
+
+async def undecodable_form(request: Request) -> str | None:
+    """Why a form body's text cannot be read as UTF-8, or None when it can (or it is no form).
+
+    Starlette reads urlencoded bytes as Latin-1 and invalid percent-escapes as U+FFFD, and a
+    multipart part that is not UTF-8 as Latin-1: either would store text nobody typed. The API
+    refuses such a body too ("not valid JSON in UTF-8"). The pages take no file uploads, so a
+    multipart body is plain text throughout.
+    """
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind not in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        return None
+    body = await request.body()  # kept by the request: the form is parsed from it afterwards
+    try:
+        if kind == "multipart/form-data":
+            body.decode("utf-8")
+        else:
+            # A browser percent-encodes every non-ASCII byte, so the body itself is ASCII.
+            for part in body.decode("ascii").split("&"):
+                unquote_to_bytes(part.replace("+", " ")).decode("utf-8")
+    except UnicodeDecodeError:
+        return (
+            "The form's text is not valid UTF-8 (percent-encoded, as a browser sends it), so nothing was stored. "
+            "Go back, reload the page and send the form again."
+        )
+    return None
 
 
 async def as_session(session: Session, run: Callable[[], Awaitable[Response]]) -> Response:

@@ -75,14 +75,25 @@ def csrf_field(session: Session) -> str:
 
 
 def post_button(
-    session: Session, action: str, label: str, *, fields: dict[str, str] | None = None, kind: str = ""
+    session: Session,
+    action: str,
+    label: str,
+    *,
+    fields: dict[str, str] | None = None,
+    kind: str = "",
+    name: str = "",
 ) -> str:
-    """A one-button form that POSTs to `action` (keyboard-reachable like any button)."""
+    """A one-button form that POSTs to `action` (keyboard-reachable like any button).
+
+    `name`: the accessible name when `label` repeats on the page (one Accept per proposal), so a
+    screen reader says which row the button acts on; it starts with `label`, as WCAG 2.5.3 asks.
+    """
     hidden = "".join(f'<input type="hidden" name="{e(k)}" value="{e(v)}">' for k, v in (fields or {}).items())
     cls = f' class="btn {e(kind)}"' if kind else ' class="btn"'
+    aria = f' aria-label="{e(name)}"' if name else ""
     return (
         f'<form method="post" action="{e(action)}" class="inline">{csrf_field(session)}{hidden}'
-        f'<button type="submit"{cls}>{e(label)}</button></form>'
+        f'<button type="submit"{cls}{aria}>{e(label)}</button></form>'
     )
 
 
@@ -102,10 +113,11 @@ def when(iso: object) -> str:
     return f'<time datetime="{e(text)}">{e(text[:16].replace("T", " "))}</time>' if text else ""
 
 
-def _nav(session: Session | None, current: str) -> str:
+def _nav(session: Session | None, current: str, library: bool) -> str:
     if session is None:
         return ""
     links = [("/library", "Sequences"), ("/library/threads", "Threads"), ("/library/proposals", "Proposals")]
+    links = links if library else links[:1]  # with the library off there are no thread or proposal pages
     items = "".join(
         f'<a href="{e(path)}"{" aria-current=page" if path == current else ""}>{e(label)}</a>' for path, label in links
     )
@@ -127,24 +139,37 @@ def document(
     form_action: tuple[str, ...] = (),
     page: str = "",
     head: str = "",
+    library: bool = True,
 ) -> HTMLResponse:
-    """A whole page: `main` (and any extra `head` markup) must already be escaped."""
+    """A whole page: `main` (and any extra `head` markup) must already be escaped.
+
+    `library`: whether THOUGHTLINE_LIBRARY is on (the header links only to pages that exist).
+    """
     html = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="color-scheme" content="light dark">'
         f"<title>{e(title)} · Thoughtline</title>"
-        f'<link rel="stylesheet" href="{ASSETS}/library.css">'
+        f'<link rel="stylesheet" href="{ASSETS}/library.css"><link rel="icon" href="{ASSETS}/icon.svg">'
         f'<script src="{ASSETS}/library.js" defer></script>{head}</head>'
-        f'<body data-page="{e(page)}">{_nav(session, current)}<main id="main">{main}</main></body></html>'
+        f'<body data-page="{e(page)}"><a class="skip" href="#main">Skip to content</a>'
+        f'{_nav(session, current, library)}<main id="main" tabindex="-1">{main}</main></body></html>'
     )
     headers = {"Content-Security-Policy": csp(form_action), **SECURITY_HEADERS}
     return HTMLResponse(html, status_code=status, headers=headers)
 
 
 def message_page(
-    title: str, message: str, *, status: int, session: Session | None = None, extra: str = ""
+    title: str,
+    message: str,
+    *,
+    status: int,
+    session: Session | None = None,
+    extra: str = "",
+    back: tuple[str, str] | None = None,
+    library: bool = True,
 ) -> HTMLResponse:
-    """A page that says what happened and what to do next."""
-    body = f'<h1>{e(title)}</h1><p class="notice">{e(message)}</p>{extra}'
-    return document(title, body, session=session, status=status)
+    """A page that says what happened and what to do next; `back` is (a path of ours, its link text)."""
+    link = f'<p><a class="back" href="{e(back[0])}">{e(back[1])}</a></p>' if back else ""
+    body = f'<h1>{e(title)}</h1><p class="notice">{e(message)}</p>{link}{extra}'
+    return document(title, body, session=session, status=status, library=library)

@@ -1,7 +1,8 @@
 """Signing in and out of the library: the one-time link, "Sign in with GitHub", and sign-out.
 
 `GET /library/signin?link=…` claims a link minted by `thoughtline open` (or `make serve`) and
-starts the owner's session; a used, expired or altered link gets a page that says which. Without
+starts the owner's session (a HEAD request never claims it); a used, expired or altered link
+gets a page that says which. Without
 a link the page explains how to get one and, when GitHub is configured, offers its button.
 The cookie is HttpOnly, SameSite=Strict, scoped to the library and the API, and Secure on https.
 """
@@ -77,6 +78,9 @@ class SignIn:
     async def page(self, request: Request) -> Response:
         """GET /library/signin: redeem `?link=`, or explain how to sign in."""
         link = request.query_params.get("link")
+        if link is not None and request.method == "HEAD":
+            # Link checkers and chat previews send HEAD (RFC 9110: safe, no effect); only a GET claims the link.
+            return message_page("Sign in", "Open this link in your browser to sign in.", status=200)
         if link is not None:
             try:
                 session = await anyio.to_thread.run_sync(self.sessions.redeem_link, link)

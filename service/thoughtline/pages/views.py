@@ -27,21 +27,13 @@ from thoughtline.pages.layout import (
     thread_href,
     when,
 )
+from thoughtline.pages.query import PAGE_SIZE, STATUSES, page_limit, page_query, page_status
 from thoughtline.pages.session import Session
 from thoughtline.pages.source import Source
 
-STATUSES = ("active", "paused", "completed", "abandoned")
-PAGE_SIZE = 25
-MAX_LIST = 50  # the API's and the tool's page limit
 LIFECYCLE_ACTIONS = {"active": ("pause", "complete", "abandon"), "paused": ("resume", "complete", "abandon")}
-
-
-def _limit(request: Request) -> int:
-    raw = request.query_params.get("limit", "")
-    # ASCII digits only: "²".isdigit() is true, and int() refuses it (and any number over 4,300 digits).
-    if not (raw.isascii() and raw.isdigit()):
-        return PAGE_SIZE
-    return min(MAX_LIST, max(1, int(raw))) if len(raw) <= 9 else MAX_LIST
+_LIST_QUERY = frozenset({"q", "status", "thread", "limit", "cursor"})
+_CURSOR_ONLY = frozenset({"cursor"})
 
 
 def _search_form(query: str) -> str:
@@ -74,12 +66,13 @@ def _sequence_row(item: dict[str, Any], extra: str = "") -> str:
 
 async def library_page(request: Request, session: Session, source: Source) -> Response:
     """/library: recent sequences (status and thread filters) or, with `q`, search results."""
-    query = request.query_params.get("q", "").strip()
-    status = request.query_params.get("status", "")
-    status = status if status in STATUSES else ""
-    thread = request.query_params.get("thread", "").strip()
+    params = page_query(request, _LIST_QUERY)
+    query = params.get("q", "").strip()
+    status = page_status(params)
+    thread = params.get("thread", "").strip()
+    limit = page_limit(params)
     if query:
-        found = await source.search(query, limit=_limit(request))
+        found = await source.search(query, limit=limit)
         results = found.get("results", [])
         rows = "".join(
             _sequence_row(r, f'<p class="snippet">{e(r.get("snippet", ""))}</p>' if r.get("snippet") else "")
@@ -90,15 +83,13 @@ async def library_page(request: Request, session: Session, source: Source) -> Re
         body = rows or f'<li class="empty">{e(empty if isinstance(empty, str) else "Nothing matched.")}</li>'
         more = ""
     else:
-        cursor = request.query_params.get("cursor") or None
-        found = await source.sequences(
-            status=status or None, thread=thread or None, limit=_limit(request), cursor=cursor
-        )
+        cursor = params.get("cursor")
+        found = await source.sequences(status=status or None, thread=thread or None, limit=limit, cursor=cursor)
         listed = found["sequences"]
         heading = "Recent sequences" + (f" in {e(thread)}" if thread else "")
         body = "".join(_sequence_row(item) for item in listed) or '<li class="empty">No sequences yet.</li>'
         nxt = found["nextCursor"]
-        older = href("/library", status=status, thread=thread, limit=request.query_params.get("limit"), cursor=nxt)
+        older = href("/library", status=status, thread=thread, limit=params.get("limit"), cursor=nxt)
         more = f'<p><a href="{older}">Older sequences</a></p>'
         more = more if nxt else ""
     filters = "".join(
@@ -117,7 +108,7 @@ async def library_page(request: Request, session: Session, source: Source) -> Re
 async def sequence_page(request: Request, session: Session, source: Source) -> Response:
     """/library/sequences/{id}: the whole process (shared renderer), its threads, pin/unpin, lifecycle."""
     sequence_id = request.path_params["sequence_id"]
-    found = await source.history(sequence_id, request.query_params.get("cursor") or None)
+    found = await source.history(sequence_id, page_query(request, _CURSOR_ONLY).get("cursor"))
     sequence = found["sequence"]
     title = str(sequence.get("title") or sequence_id)
     member_of = [str(n) for n in sequence.get("threads", [])]
@@ -130,7 +121,8 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
     if source.library_on():
         choices = await source.pin_choices()
         unpin = "".join(
-            f"<li>{thread_badges([n])}{post_button(session, action + '/unpin', 'Unpin', fields={'thread': n})}</li>"
+            f"<li>{thread_badges([n])}"
+            f"{post_button(session, action + '/unpin', 'Unpin', fields={'thread': n}, name=f'Unpin from {n}')}</li>"
             for n in member_of
         )
         left_out = int(sequence.get("threadCount", 0)) - len(member_of)
@@ -145,9 +137,9 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
             '<section aria-labelledby="threads-h" class="panel"><h2 id="threads-h">Threads</h2>'
             f'<ul class="members">{unpin or "<li>Not in any thread.</li>"}</ul>{pin}</section>'
         )
-    lifecycle = "".join(
-        post_button(session, f"{action}/{a}", a.capitalize()) for a in LIFECYCLE_ACTIONS.get(status, ())
-    )
+    # With the library off the pages only read (README); a sequence's status is the agent's to change.
+    steps = LIFECYCLE_ACTIONS.get(status, ()) if source.library_on() else ()
+    lifecycle = "".join(post_button(session, f"{action}/{a}", a.capitalize()) for a in steps)
     if lifecycle:
         controls += f'<section aria-label="Lifecycle" class="panel"><h2>Status</h2>{lifecycle}</section>'
     parts.append(controls)
@@ -157,7 +149,7 @@ async def sequence_page(request: Request, session: Session, source: Source) -> R
         more = href(f"/library/sequences/{sequence_id}", cursor=nxt)
         parts.append(f'<p><a href="{more}">Later thoughts</a></p>')
     parts.append(data_block("history", found))
-    return document(title, "".join(parts), session=session, page="sequence")
+    return document(title, "".join(parts), session=session, page="sequence", library=source.library_on())
 
 
 def _pin_form(session: Session, action: str, names: list[str], count: int) -> str:
@@ -179,7 +171,7 @@ def _pin_form(session: Session, action: str, names: list[str], count: int) -> st
 
 async def threads_page(request: Request, session: Session, source: Source) -> Response:
     """/library/threads: threads by name, a page at a time, with lifecycle and members; create one."""
-    found = await source.thread_page(cursor=request.query_params.get("cursor") or None)
+    found = await source.thread_page(cursor=page_query(request, _CURSOR_ONLY).get("cursor"))
     threads = found["threads"]
     rows = "".join(
         f'<li class="row"><a class="title" href="{thread_href(str(t["name"]))}">{e(t["name"])}</a>'
@@ -226,6 +218,7 @@ def _events(title: str, events: list[Any], element_id: str, count: int | None = 
 async def thread_page(request: Request, session: Session, source: Source) -> Response:
     """/library/threads/{name}: the briefing (state, type, blockers, questions, decisions, events, members)."""
     name = request.path_params["name"]
+    page_query(request, frozenset())
     brief = await source.briefing(name)
     thread = brief["thread"]
     real = str(thread["name"])
@@ -301,7 +294,11 @@ def _archive_button(session: Session, base: str, archived: bool) -> str:
 def _member_row(session: Session, thread: str, member: dict[str, Any]) -> str:
     sequence_id = str(member["sequenceId"])
     unpin = post_button(
-        session, f"/library/sequences/{sequence_id}/unpin", "Unpin", fields={"thread": thread, "back": "thread"}
+        session,
+        f"/library/sequences/{sequence_id}/unpin",
+        "Unpin",
+        fields={"thread": thread, "back": "thread"},
+        name=f"Unpin {member.get('title') or sequence_id}",
     )
     status = str(member.get("status", ""))
     return (
@@ -314,12 +311,13 @@ def _member_row(session: Session, thread: str, member: dict[str, Any]) -> str:
 def _proposal_row(session: Session, proposal: dict[str, Any]) -> str:
     base = f"/library/proposals/{proposal['proposalId']}"
     thread, sequence_id = str(proposal["thread"]), str(proposal["sequenceId"])
+    what = f"{proposal.get('title') or sequence_id} into {thread}"
     return (
         f'<li class="row proposal"><span><a href="{thread_href(thread)}">{e(thread)}</a> ← '
         f'<a class="title" href="{sequence_href(sequence_id)}">{e(proposal.get("title") or sequence_id)}</a></span>'
         f'<p class="snippet">{e(proposal.get("evidence", ""))}</p><span class="actions">'
-        f"{post_button(session, base + '/accept', 'Accept', kind='primary')}"
-        f"{post_button(session, base + '/reject', 'Reject', kind='quiet')}"
+        f"{post_button(session, base + '/accept', 'Accept', kind='primary', name=f'Accept {what}')}"
+        f"{post_button(session, base + '/reject', 'Reject', kind='quiet', name=f'Reject {what}')}"
         "</span></li>"
     )
 
@@ -341,7 +339,7 @@ def _matching_note(pending: dict[str, int] | None, shown: bool) -> str:
 
 async def proposals_page(request: Request, session: Session, source: Source) -> Response:
     """/library/proposals: suggested memberships, each with Accept and Reject, and matching still to do."""
-    cursor = request.query_params.get("cursor") or None
+    cursor = page_query(request, _CURSOR_ONLY).get("cursor")
     found = await source.proposals(cursor=cursor, limit=PAGE_SIZE)
     rows = "".join(_proposal_row(session, p) for p in found.get("proposals", []))
     nxt = found.get("nextCursor")

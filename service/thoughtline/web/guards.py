@@ -10,7 +10,9 @@ last one must not see another credential than the one the bearer gate checks. Th
 records method, path, status and duration only — never query strings (OAuth codes travel there),
 headers (tokens) or bodies (thought text) — and escapes control characters (F6). A path below
 `/api/v1/threads/` or `/library/threads/` is logged as its pattern: it carries a thread name, user
-content (a `case` thread is often a person's name), which the error logs leave out as well.
+content (a `case` thread is often a person's name), which the error logs leave out as well; any
+other segment below `/api/v1/` or `/library/` that is not a route's word or an issued id (a
+mistyped path, a name sent where an id goes) is logged as `{?}`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import logging
 import re
 import time
 from collections.abc import Iterable
+from html import escape
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -71,6 +74,33 @@ async def _reply(send: Send, status: int, error: str, message: str) -> None:
             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
         }
     )
+    await send({"type": "http.response.body", "body": body})
+
+
+# A refusal a person meets: a library form posted from a browser (it asks for HTML). The pages'
+# own frame lives in `pages/`, above this guard; this page is self-contained and loads nothing.
+_PAGE_HEADERS = [
+    (b"content-type", b"text/html; charset=utf-8"),
+    (b"content-security-policy", b"default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"cache-control", b"no-store"),
+]
+
+
+def _wants_page(scope: Scope) -> bool:
+    accept = next((v for k, v in scope.get("headers", []) if k == b"accept"), b"")
+    return str(scope.get("path", "")).startswith("/library") and b"text/html" in accept
+
+
+async def _reply_page(send: Send, status: int, title: str, message: str) -> None:
+    body = (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)} · Thoughtline</title>'
+        f"</head><body><main><h1>{escape(title)}</h1><p>{escape(message)}</p>"
+        '<p><a href="/library">Back to your library</a></p></main></body></html>'
+    ).encode()
+    headers = [*_PAGE_HEADERS, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -145,6 +175,10 @@ class HostOriginGuard:
             origin_text = origin.decode("latin-1")
             origin_name = urlsplit(origin_text).hostname if "://" in origin_text else None
             if origin_name is None or origin_name.lower() not in self._origins:
+                if _wants_page(scope):
+                    text = "This form was sent from another site (its Origin is not this server's), so nothing changed."
+                    await _reply_page(send, 403, "Request refused", text)
+                    return
                 await _reply(
                     send,
                     403,
@@ -161,6 +195,9 @@ class HostOriginGuard:
             except _Gone:
                 return
             if body is None:
+                if _wants_page(scope):
+                    await _reply_page(send, 413, "The form is too large", too_large(self._max_body))
+                    return
                 await _reply(send, 413, "payload_too_large", too_large(self._max_body))
                 return
             await self._app(scope, replay(body, receive), send)
@@ -170,6 +207,13 @@ class HostOriginGuard:
                 await _reply(send, 400, "bad_request", "Content-Length must be a whole number of bytes.")
                 return
             if int(length) > self._max_body:
+                if _wants_page(scope):
+                    text = (
+                        f"The form is {int(length)} bytes; this server takes at most {self._max_body} "
+                        "(THOUGHTLINE_MAX_BODY_BYTES). Nothing changed; go back and shorten the text."
+                    )
+                    await _reply_page(send, 413, "The form is too large", text)
+                    return
                 await _reply(
                     send,
                     413,
@@ -186,11 +230,31 @@ _NAMED_PREFIXES = ("/api/v1/threads/", "/library/threads/")
 NAME_PATTERN = "{name}..."
 
 
+# Below these prefixes a path segment is logged only when it is one of the routes' own words or an
+# id the server issued; anything else (a mistyped route, a thread name sent to a route that takes
+# an id) could be user text, so it becomes UNKNOWN_SEGMENT, matched by a route or not (docs/api.md).
+_MASKED_PREFIXES = ("/api/v1/", "/library/")
+_ROUTE_WORDS = frozenset(
+    {
+        *("sequences", "threads", "proposals", "search", "members", "briefing", "accept", "reject"),
+        *("pause", "resume", "complete", "abandon", "pin", "unpin", "rename", "describe", "archive"),
+        *("unarchive", "type", "signin", "signout", "github", "assets", "library.css", "library.js", "icon.svg"),
+    }
+)
+_ISSUED_ID = re.compile(r"seq_[0-9a-f]{32}|prp_[0-9]{1,20}")
+UNKNOWN_SEGMENT = "{?}"
+
+
 def logged_path(path: str) -> str:
-    """The path as the access log writes it: a thread name and what follows replaced by a pattern."""
+    """The path as the access log writes it: a thread name, or any segment not ours, replaced by a pattern."""
     for prefix in _NAMED_PREFIXES:
         if path.startswith(prefix):
             return prefix + NAME_PATTERN
+    for prefix in _MASKED_PREFIXES:
+        if path.startswith(prefix):
+            segments = path[len(prefix) :].split("/")
+            kept = (s if s in _ROUTE_WORDS or _ISSUED_ID.fullmatch(s) or not s else UNKNOWN_SEGMENT for s in segments)
+            return prefix + "/".join(kept)
     return path
 
 

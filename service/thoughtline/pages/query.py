@@ -1,0 +1,35 @@
+"""A page's query string, read by the API's rules: an unknown parameter or a bad value is refused.
+
+The pages are links a person bookmarks and edits; `/library?status=bogus` showing everything
+would look like a filter that found nothing to leave out. So a page refuses what
+`GET /api/v1/...` refuses, with the same argument rules (`domain/coercion.py`), and the refusal
+page (`refusals.py`) says which parameter and links to the page without it. An empty value is
+read as absent, as the pages' own links leave empty filters out.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+
+from thoughtline.domain.coercion import coerce_int, optional_one_of, reject_unknown
+
+STATUSES = ("active", "paused", "completed", "abandoned")
+PAGE_SIZE = 25
+MAX_LIST = 50  # the API's and the tool's page limit
+
+
+def page_query(request: Request, allowed: frozenset[str]) -> dict[str, str]:
+    """The query's non-empty parameters, each of them one the page reads."""
+    params = {key: value for key, value in request.query_params.items() if value != ""}
+    reject_unknown(params, allowed)
+    return params
+
+
+def page_limit(params: dict[str, str]) -> int:
+    """`limit` (1-50, as in the API), or the pages' default."""
+    return coerce_int(params, "limit", high=MAX_LIST) or PAGE_SIZE
+
+
+def page_status(params: dict[str, str]) -> str:
+    """`status`: one of the sequence statuses, or "" for all."""
+    return optional_one_of(params, "status", STATUSES) or ""
