@@ -145,7 +145,7 @@ def _cosines(
     data: LabelledSet, c: Corpus, stats: Statistics, members: Mapping[str, set[str]], k: float, seq_id: str
 ) -> tuple[dict[str, tuple[float, float, float, float, float]], dict[str, float]]:
     """One sequence's cosines against every thread, with the statistics and members of that moment."""
-    if len(c.counts[seq_id]) < MIN_TERMS:  # never proposed, as `picks` rules
+    if len(c.counts[seq_id]) < MIN_TERMS:  # never proposed, as `enough_words` rules
         return {}, {}
     seq_words = term_vector(c.counts[seq_id], stats.frequency, stats.documents)
     dense: dict[str, tuple[float, float, float, float, float]] = {}

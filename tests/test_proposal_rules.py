@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 
 from thoughtline.library.proposals import (
+    MIN_TERMS,
     ThreadProfile,
     Tuning,
     closest_thought,
     embedding_part,
+    enough_words,
     member_weight,
     picks,
     sequence_vector,
@@ -131,3 +133,9 @@ def test_a_thought_squarely_on_the_thread_lifts_a_member_over_a_stranger_near_it
     assert part(member, blended) > part(stranger, blended)
     assert part(member, blended) == pytest.approx(0.5 * math.sqrt(0.5) + 0.5 * 1.0)
     assert closest_thought(member, thread) == 0  # the evidence
+
+
+def test_a_sequence_of_fewer_than_eight_distinct_words_is_not_enough_to_propose() -> None:
+    assert not enough_words({})
+    assert not enough_words({f"w{i}": 1.0 for i in range(MIN_TERMS - 1)})
+    assert enough_words({f"w{i}": 1.0 for i in range(MIN_TERMS)})

@@ -32,6 +32,7 @@ from thoughtline.library.proposals import (
     ThreadProfile,
     Tuning,
     Vector,
+    enough_words,
     picks,
     sequence_vector,
     term_vector,
@@ -210,7 +211,10 @@ def _decide(plan: _Plan, descriptions: dict[str, Vector | None], tuning: Tuning,
         ids, blobs = plan.vectors[seq]
         # A member is never proposed (the write re-checks, with rejections, in its transaction).
         open_threads = {t: p for t, p in against.items() if seq not in plan.members.get(t, [])}
-        found = picks(open_threads, ids, _matrix(blobs), seq_words.get(seq, {}), tuning)
+        words = seq_words.get(seq, {})
+        if not enough_words(words):
+            return []
+        found = picks(open_threads, ids, _matrix(blobs), words, tuning)
         return [(p.thread, p.similarity, p.evidence_thought) for p in found]
 
     # A completed sequence is matched against every active thread and proposed when it was

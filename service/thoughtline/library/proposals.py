@@ -52,6 +52,11 @@ TUNING = Tuning()
 MIN_TERMS = 8
 
 
+def enough_words(words: Terms) -> bool:
+    """Whether a sequence says enough (`MIN_TERMS` distinct words) to be proposed to any thread."""
+    return len(words) >= MIN_TERMS
+
+
 @dataclass(frozen=True)
 class Pick:
     """A thread a sequence is proposed to, with its similarity and best-matching thought."""
@@ -190,11 +195,11 @@ def picks(
 
     Each thread judges the sequence on its own: every thread whose similarity reaches the
     threshold, in thread order. A thread without a vector is never matched; a sequence without
-    one matches nothing, and so does one of fewer than `MIN_TERMS` distinct words. The evidence is
-    the thought closest to the thread's vector (the one `best_thought` weighs).
+    one matches nothing. The evidence is the thought closest to the thread's vector (the one
+    `best_thought` weighs).
     """
     seq = sequence_vector(thought_vectors)
-    if seq is None or len(words) < MIN_TERMS:
+    if seq is None:
         return []
     out: list[Pick] = []
     for thread, basis in sorted(threads.items()):
