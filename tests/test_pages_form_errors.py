@@ -46,5 +46,5 @@ async def test_a_form_whose_text_is_not_utf8_is_refused_and_creates_nothing(tmp_
         )
         listed = await http.get(library.url + "/api/v1/threads")
     assert (escaped.status_code, raw.status_code, fine.status_code) == (400, 400, 303)
-    assert "not valid UTF-8" in escaped.text
+    assert "percent-encoded UTF-8" in escaped.text
     assert sorted(t["name"] for t in listed.json()["threads"]) == ["caching", "été"]

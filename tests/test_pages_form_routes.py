@@ -75,7 +75,17 @@ async def test_a_form_the_parser_cannot_read_is_refused_with_a_page(tmp_path: Pa
         no_boundary = await http.post(
             library.url + "/library/threads", content=b"x", headers={**headers, "content-type": "multipart/form-data"}
         )
-    for page in (too_many, no_boundary):
+        # The token as a header (as a script sends it): the form is still read before any view.
+        by_header = {**headers, "x-csrf-token": csrf}
+        too_many_by_header = await http.post(
+            library.url + "/library/threads",
+            content=f"name=x&{many}",
+            headers={**by_header, "content-type": "application/x-www-form-urlencoded"},
+        )
+        no_boundary_by_header = await http.post(
+            library.url + "/library/threads", content=b"x", headers={**by_header, "content-type": "multipart/form-data"}
+        )
+    for page in (too_many, no_boundary, too_many_by_header, no_boundary_by_header):
         assert page.status_code == 400
         assert page.headers["content-type"].startswith("text/html")
         assert "<h1>The form could not be read</h1>" in page.text

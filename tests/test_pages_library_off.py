@@ -45,3 +45,15 @@ async def test_with_the_library_off_the_header_links_only_to_pages_that_exist(tm
         assert 'href="/library/proposals"' not in page.text
         assert 'href="/library">Sequences</a>' in page.text or page.status_code == 404
     assert "THOUGHTLINE_LIBRARY=off" in pages[2].text
+
+
+async def test_with_the_library_off_a_sequence_refusal_points_at_the_sequences_link_not_a_list(tmp_path: Path) -> None:
+    async with running_library(tmp_path, library=False) as library, httpx.AsyncClient() as http:
+        await signed_in(library, http)
+        malformed = await http.get(library.url + "/library/sequences/notanid")
+        missing = await http.get(library.url + "/library/sequences/seq_" + "0" * 32)
+    assert "its own link" in malformed.text
+    assert "list of sequences" not in malformed.text
+    for page in (malformed, missing):
+        assert "Back to the library" in page.text
+        assert "Back to your sequences" not in page.text

@@ -23,15 +23,18 @@ pytestmark = pytest.mark.anyio
         ("/library/threads", {"includeArchived": "maybe"}, "unknown parameter &#x27;includeArchived&#x27;"),
         ("/library/proposals", {"limit": "5"}, "unknown parameter &#x27;limit&#x27;"),
         ("/library/threads/caching", {"x": "1"}, "unknown parameter &#x27;x&#x27;"),
+        ("/library", (("status", "bogus"), ("status", "active")), "&#x27;status&#x27; is given more than once"),
+        ("/library", {"q": "x" * 3000}, "&#x27;q&#x27; is"),
     ],
 )
 async def test_a_bad_or_unknown_query_parameter_is_refused_naming_it_with_a_link_to_the_page(
-    tmp_path: Path, path: str, params: dict[str, str], said: str
+    tmp_path: Path, path: str, params: dict[str, str] | tuple[tuple[str, str], ...], said: str
 ) -> None:
     async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
         await signed_in(library, http)
-        page = await http.get(library.url + path, params=params)
-        api = await http.get(library.url + "/api/v1/sequences", params=params) if path == "/library" else None
+        query = httpx.QueryParams(params)  # pairs keep a repeated parameter
+        page = await http.get(library.url + path, params=query)
+        api = await http.get(library.url + "/api/v1/sequences", params=query) if path == "/library" else None
     assert page.status_code == 400
     assert said in page.text
     assert back_link(page.text) == path

@@ -105,3 +105,27 @@ async def test_a_refused_rename_names_the_forms_label_and_links_back_to_the_thre
     for page in (long, taken):
         assert back_link(page.text) == "/library/threads/caching"
         assert not TOOL_WORDS.search(page.text), page.text
+
+
+async def test_a_thread_address_no_name_can_have_links_to_threads_not_back_to_itself(tmp_path: Path) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        await signed_in(library, http)
+        pages = [await http.get(library.url + "/library/threads/" + name) for name in ("x" * 100, "%20")]
+    for page in pages:
+        assert page.status_code == 400
+        assert "No thread can have the name" in page.text
+        assert back_link(page.text) == "/library/threads"
+
+
+async def test_a_sequence_page_refuses_a_pasted_newest_first_cursor_instead_of_showing_that_view(
+    tmp_path: Path,
+) -> None:
+    async with running_library(tmp_path) as library, httpx.AsyncClient() as http:
+        await signed_in(library, http)
+        sequence = library.ids["plan"]
+        api = (
+            await http.get(library.url + f"/api/v1/sequences/{sequence}", params={"order": "desc", "limit": 1})
+        ).json()
+        page = await http.get(library.url + f"/library/sequences/{sequence}", params={"cursor": api["nextCursor"]})
+    assert page.status_code == 400
+    assert "This link is out of date" in page.text

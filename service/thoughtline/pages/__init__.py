@@ -95,11 +95,16 @@ class LibraryPages:
                 try:
                     refusal = await auth.write_refusal(request, session)
                     unreadable = await undecodable_form(request) if refusal is None else None
+                    if refusal is None and unreadable is None:
+                        # Parsed here (the request keeps it) even when the token came as a header, so a
+                        # form the parser refuses is this 400 page and never reaches a view as a failure.
+                        await request.form()
                 except HTTPException as exc:  # Starlette's form parser: too many fields, no multipart boundary
                     text = f"{exc.detail} Nothing changed; send the form from its page again."
                     return message_page("The form could not be read", text, status=exc.status_code, session=session)
                 if refusal is not None:
-                    return message_page("Request refused", refusal, status=403, session=session)
+                    said = refusal.partition(": ")[2] or refusal  # the page speaks; the code is for scripts
+                    return message_page("Request refused", said[:1].upper() + said[1:], status=403, session=session)
                 if unreadable is not None:
                     return message_page("The form could not be read", unreadable, status=400, session=session)
 

@@ -111,8 +111,8 @@ async def undecodable_form(request: Request) -> str | None:
                 unquote_to_bytes(part.replace("+", " ")).decode("utf-8")
     except UnicodeDecodeError:
         return (
-            "The form's text is not valid UTF-8 (percent-encoded, as a browser sends it), so nothing was stored. "
-            "Go back, reload the page and send the form again."
+            "The form's text could not be read: a form is sent as percent-encoded UTF-8, as a browser sends it, "
+            "and this one was not, so nothing was stored. Go back, reload the page and send the form again."
         )
     return None
 

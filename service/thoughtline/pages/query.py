@@ -12,6 +12,7 @@ from __future__ import annotations
 from starlette.requests import Request
 
 from thoughtline.domain.coercion import coerce_int, optional_one_of, reject_unknown
+from thoughtline.errors import invalid
 
 STATUSES = ("active", "paused", "completed", "abandoned")
 PAGE_SIZE = 25
@@ -20,8 +21,12 @@ MAX_LIST = 50  # the API's and the tool's page limit
 
 def page_query(request: Request, allowed: frozenset[str]) -> dict[str, str]:
     """The query's non-empty parameters, each of them one the page reads."""
-    params = {key: value for key, value in request.query_params.items() if value != ""}
+    pairs = [(key, value) for key, value in request.query_params.multi_items() if value != ""]
+    params = dict(pairs)
     reject_unknown(params, allowed)
+    if len(params) < len(pairs):  # `?status=bogus&status=active` would otherwise take the last
+        repeated = next(key for key in params if sum(1 for k, _ in pairs if k == key) > 1)
+        raise invalid(f"'{repeated}' is given more than once; give it once.")
     return params
 
 

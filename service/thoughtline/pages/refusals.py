@@ -88,9 +88,14 @@ def _invalid(message: str, asked: _Asked) -> tuple[str, str]:
     """An `invalid_input` in the pages' words: the form's label for the field, or what a link held."""
     found = _FIELD.match(message)
     field = found.group(1) if found else ""
+    if asked.kind == "thread" and field == "name":  # the address's thread name, not a query parameter
+        return "No such thread", "No thread can have the name this address holds. Threads lists yours."
     if asked.here and field not in ("cursor", "sequenceId", "thread"):
-        # A page's query parameter (a bookmark or an edited link): said as the API says it.
+        # A page's query parameter (a bookmark or an edited link): said as the API says it, by the
+        # name the address uses (the search box sends `q`, which the library calls 'query').
         message = message.replace("unknown argument", "unknown parameter")
+        if field == "query":
+            message = "'q'" + message[len("'query'") :]
         return "This address asks for something the page cannot show", (
             f"In the address: {message} Correct it, or open the page without it (the API refuses it too)."
         )
@@ -131,13 +136,31 @@ def _thread_missing(asked: _Asked) -> tuple[str, str, str, str]:
     return "Thread not found", text, THREADS, "See your threads"
 
 
-def explain(refused: DomainError, asked: _Asked) -> Explained:
-    """The pages' wording for a refusal the library gave the page or form `asked` describes."""
+def explain(refused: DomainError, asked: _Asked, library_on: bool = True) -> Explained:
+    """The pages' wording for a refusal the library gave the page or form `asked` describes.
+
+    With the library off there is no list of sequences to send a person back to (`/library` says
+    so), so a sequence refusal names the way that is left: the sequence's own link.
+    """
+    said = _explain_on(refused, asked)
+    if library_on or said.back != LIBRARY:
+        return said
+    text = said.message.replace(
+        "Open the sequence from your list of sequences.",
+        "Open the sequence from its own link: this server keeps no list (THOUGHTLINE_LIBRARY=off).",
+    )
+    return Explained(said.title, text, LIBRARY, "Back to the library")
+
+
+def _explain_on(refused: DomainError, asked: _Asked) -> Explained:
+    """`explain` with the library on."""
     code, back, label = refused.code, asked.back, asked.back_label
     if code == "invalid_input":
         title, text = _invalid(refused.message, asked)
         if title == "Not a sequence":
             back, label = LIBRARY, "Back to your sequences"
+        elif title == "No such thread":
+            back, label = THREADS, "See your threads"
         elif title.startswith("This address"):
             back, label = asked.here, "Open the page without it"
         return Explained(title, text, back, label)
@@ -173,4 +196,4 @@ def explain(refused: DomainError, asked: _Asked) -> Explained:
 
 async def explained(refused: DomainError, request: Request, library_on: bool) -> Explained:
     """`explain` for the request that was refused."""
-    return explain(refused, await _asked(request, library_on))
+    return explain(refused, await _asked(request, library_on), library_on)

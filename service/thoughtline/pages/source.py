@@ -91,7 +91,14 @@ class Source:
         Every page of the history tool is read in one snapshot, so the page shows one moment of
         the sequence even while an agent is still writing to it.
         """
-        args: dict[str, Any] = {"sequenceId": sequence_id, "limit": HISTORY_PAGE, "maxCharacters": HISTORY_CHARACTERS}
+        # The order is said, not left to the cursor: a cursor the API issued newest first is refused
+        # here rather than turning this page into that view.
+        args: dict[str, Any] = {
+            "sequenceId": sequence_id,
+            "limit": HISTORY_PAGE,
+            "maxCharacters": HISTORY_CHARACTERS,
+            "order": "asc",
+        }
         if cursor:
             args["cursor"] = cursor
 
