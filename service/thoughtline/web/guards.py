@@ -243,6 +243,14 @@ _ROUTE_WORDS = frozenset(
 )
 _ISSUED_ID = re.compile(r"seq_[0-9a-f]{32}|prp_[0-9]{1,20}")
 UNKNOWN_SEGMENT = "{?}"
+# The first segments of every path the server answers (the OAuth door's, the MCP endpoints', the
+# site's): a path starting with any other (`/api/v2/threads/Jane Doe`) is logged as UNKNOWN_SEGMENT.
+_OUR_FIRST_SEGMENTS = frozenset(
+    {
+        *("", "mcp", "mcp-compat", "healthz", "library", "api", ".well-known"),
+        *("authorize", "token", "register", "revoke", "consent", "callback"),
+    }
+)
 
 
 def logged_path(path: str) -> str:
@@ -255,6 +263,11 @@ def logged_path(path: str) -> str:
             segments = path[len(prefix) :].split("/")
             kept = (s if s in _ROUTE_WORDS or _ISSUED_ID.fullmatch(s) or not s else UNKNOWN_SEGMENT for s in segments)
             return prefix + "/".join(kept)
+    first = path[1:].split("/", 1)[0]
+    if first not in _OUR_FIRST_SEGMENTS:
+        return "/" + UNKNOWN_SEGMENT
+    if first == "api" and path not in ("/api", "/api/", "/api/v1"):  # another version: its rest may name things
+        return "/api/" + UNKNOWN_SEGMENT
     return path
 
 
