@@ -377,7 +377,11 @@ async def test_a_head_request_to_a_sign_in_link_does_not_use_it_up(tmp_path: Pat
         link = library.link()
         checked = await http.head(link)
         followed = await http.get(link)
+        used = await http.head(link)
+        made_up = await http.head(library.url + "/library/signin?link=made-up")
     assert checked.status_code == 200
     assert "set-cookie" not in checked.headers
     assert followed.status_code == 303
     assert COOKIE in followed.headers["set-cookie"]
+    # A HEAD answers as a GET would, claiming nothing.
+    assert (used.status_code, made_up.status_code) == (410, 400)

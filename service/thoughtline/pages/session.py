@@ -80,15 +80,23 @@ class Sessions:
         )
         return f"{base_url.rstrip('/')}{SIGNIN_PATH}?link={token}"
 
-    def redeem_link(self, token: str) -> Session:
-        """Claim a link once and start the owner's session; raises LinkRefused with the reason."""
+    def _live_link(self, token: str) -> dict[str, Any]:
         body = self._load(LINK_PURPOSE, token)
         if body is None or not isinstance(body.get("i"), str):
             raise LinkRefused("invalid")
-        now = self._clock.now()
-        if body["exp"] < now:
+        if body["exp"] < self._clock.now():
             raise LinkRefused("expired")
-        if not self._store.claim_link(body["i"], float(body["exp"]), now):
+        return body
+
+    def check_link(self, token: str) -> None:
+        """Raise LinkRefused as `redeem_link` would, without claiming the link (for HEAD)."""
+        if self._store.link_used(self._live_link(token)["i"]):
+            raise LinkRefused("used")
+
+    def redeem_link(self, token: str) -> Session:
+        """Claim a link once and start the owner's session; raises LinkRefused with the reason."""
+        body = self._live_link(token)
+        if not self._store.claim_link(body["i"], float(body["exp"]), self._clock.now()):
             raise LinkRefused("used")
         return self.start(OWNER_KEY, None)
 

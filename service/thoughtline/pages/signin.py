@@ -78,11 +78,14 @@ class SignIn:
     async def page(self, request: Request) -> Response:
         """GET /library/signin: redeem `?link=`, or explain how to sign in."""
         link = request.query_params.get("link")
-        if link is not None and request.method == "HEAD":
-            # Link checkers and chat previews send HEAD (RFC 9110: safe, no effect); only a GET claims the link.
-            return message_page("Sign in", "Open this link in your browser to sign in.", status=200)
         if link is not None:
+            # Link checkers and chat previews send HEAD (RFC 9110: safe, no effect): it answers as a
+            # GET would, and only a GET claims the link.
+            head = request.method == "HEAD"
             try:
+                if head:
+                    await anyio.to_thread.run_sync(self.sessions.check_link, link)
+                    return message_page("Sign in", "Open this link in your browser to sign in.", status=200)
                 session = await anyio.to_thread.run_sync(self.sessions.redeem_link, link)
             except LinkRefused as refused:
                 title, hint = REFUSALS[refused.reason]

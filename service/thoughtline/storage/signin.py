@@ -96,6 +96,14 @@ class SigninStore:
         """Record a signed-out session, so its cookie is refused even if a copy survives."""
         self._claim("ended_sessions", session_id, expires_at, now)
 
+    def link_used(self, link_id: str) -> bool:
+        """Whether link `link_id` was already claimed (a HEAD asks without claiming it)."""
+        with self._lock:
+            if self._reader is None:
+                self._reader = self._open()
+            found = self._reader.execute("SELECT 1 FROM used_links WHERE id = ?", (link_id,)).fetchone()
+        return found is not None
+
     def session_ended(self, session_id: str) -> bool:
         """Whether `session_id` was signed out (asked on every request with a cookie: one kept connection)."""
         with self._lock:
