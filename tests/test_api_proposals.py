@@ -32,7 +32,7 @@ async def test_the_list_right_after_a_write_holds_its_proposals_as_the_tool_list
             await write(client, BREAD)
             rest = body(await api.get("/proposals"))
             tool = await call(client, "review_proposals", action="list")
-    assert rest == {"proposals": tool["proposals"], "nextCursor": tool["nextCursor"]}
+    assert rest == {"proposals": tool["proposals"], "nextCursor": tool["nextCursor"], "pendingCount": 2}
     assert sorted((p["thread"], p["sequenceId"]) for p in rest["proposals"]) == sorted(
         [(GARDEN[0], hose), (RUNNING[0], run)]
     )

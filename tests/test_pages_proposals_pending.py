@@ -31,6 +31,7 @@ async def test_an_empty_proposals_page_says_matching_is_still_running_and_to_rel
     assert 'Proposals may come: <a href="/library/proposals">reload this page</a> in a moment.' in page.text
     assert "Nothing to review yet." in page.text
     assert "Nothing to review.<" not in page.text
+    assert 'id="pending"' not in page.text  # nothing pending yet: no count
 
 
 async def test_a_proposals_page_with_matching_pending_lists_what_is_there_and_says_more_may_come(
@@ -41,6 +42,7 @@ async def test_a_proposals_page_with_matching_pending_lists_what_is_there_and_sa
         await signed_in(library, http)
         page = await http.get(library.url + "/library/proposals")
     assert page.text.count('class="row proposal"') == 1
+    assert '<p class="meta" id="pending">1 pending proposal</p>' in page.text
     assert "Matching is still running for 1 thread and 3 completed sequences." in page.text
     assert "More proposals may come" in page.text
     assert "Nothing to review" not in page.text

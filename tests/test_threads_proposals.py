@@ -258,15 +258,16 @@ async def test_the_next_page_hint_of_a_thread_filtered_list_works_when_followed_
     assert sorted(seen) == sorted(written)
 
 
-async def test_a_list_page_that_is_not_the_whole_list_says_it_is_one_page(app: Served) -> None:
+async def test_a_list_page_that_is_not_the_whole_list_says_it_is_one_page_of_how_many(app: Served) -> None:
     async with connected(app) as client:
         await threads(client)
         await write(client, HOSE)
         await write(client, DRIP)
         first = await client.call_tool("review_proposals", {"action": "list", "thread": GARDEN[0], "limit": 1})
         whole = await client.call_tool("review_proposals", {"action": "list", "thread": GARDEN[0]})
-    assert text(first).splitlines()[0] == f"1 pending proposal for thread {GARDEN[0]!r} on this page:"
+    assert text(first).splitlines()[0] == f"1 of 2 pending proposals for thread {GARDEN[0]!r} on this page:"
     assert text(whole).splitlines()[0] == f"2 pending proposals for thread {GARDEN[0]!r}:"
+    assert structured(first)["pendingCount"] == structured(whole)["pendingCount"] == 2
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,7 @@ class ProposalPage:
     proposals: tuple[Proposal, ...]
     next_cursor: str | None
     matching: proposal_store.PendingWork | None = None
+    total: int = 0  # every pending proposal the walk goes through, this page's included
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,8 @@ class ProposalReview:
             token = cursors.issue(secret, cursors.Purpose.PROPOSALS, [rowid, shown[-1].rowid]) if more else None
             left = proposal_store.pending_work(conn)
             matching = left if left.threads or left.sequences else None
-            return ProposalPage(tuple(_proposal(p) for p in shown), token, matching)
+            total = proposal_store.count_proposals(conn, rowid)
+            return ProposalPage(tuple(_proposal(p) for p in shown), token, matching, total)
 
         return await opened.read(read)
 

@@ -22,7 +22,8 @@ REVIEW_DESCRIPTION = """Review suggested thread memberships: sequences whose con
 action: list (thread optional, cursor, limit ≤ 50) | accept (proposalId) | reject (proposalId).
 Suggestions are made after a sequence completes and when a thread is created or re-described;
 nothing joins a thread until you accept it. Accept adds the sequence to the thread; reject
-records the pair so it is never suggested again. A list answers within a few seconds: when
+records the pair so it is never suggested again. pendingCount counts every pending proposal of
+the list (all pages). A list answers within a few seconds: when
 matching is still running (many threads created at once), it says so in matchingPending; list
 again shortly for the rest."""
 
@@ -65,6 +66,7 @@ def review_tool() -> types.Tool:
                 "action": {"type": "string", "enum": list(REVIEW_ACTIONS)},
                 "proposals": {"type": "array", "items": PROPOSAL_OBJECT},
                 "nextCursor": nullable({"type": "string"}),
+                "pendingCount": {"type": "integer", "minimum": 0},
                 "matchingPending": record(
                     {"threads": {"type": "integer", "minimum": 0}, "sequences": {"type": "integer", "minimum": 0}}
                 ),

@@ -81,10 +81,11 @@ def _render_list(result: Mapping[str, Any], thread: str | None, cursor: str | No
     scope = f" for thread {thread!r}" if thread else ""
     if not proposals:
         return "\n".join([f"No pending proposals{scope}.", *_still_matching(result)])
-    # The library counts no total (listing is paged on the proposal id), so a page that is not the
-    # whole list says it is one page rather than passing its count off as all of them.
-    paged = " on this page" if result["nextCursor"] or cursor else ""
-    lines = [f"{counted(len(proposals), 'pending proposal')}{scope}{paged}:"]
+    total = int(result["pendingCount"])
+    if len(proposals) < total:  # one page of several: its count is not passed off as all of them
+        lines = [f"{len(proposals)} of {counted(total, 'pending proposal')}{scope} on this page:"]
+    else:
+        lines = [f"{counted(len(proposals), 'pending proposal')}{scope}:"]
     for p in proposals:
         lines.append(f"- {p['proposalId']}: {p['title']} → {p['thread']} (similarity {p['similarity']:.2f})")
         lines.append(f"  {p['sequenceId']} · evidence: {p['evidence']}")

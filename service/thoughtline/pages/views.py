@@ -347,5 +347,7 @@ async def proposals_page(request: Request, session: Session, source: Source) -> 
     note = _matching_note(found.get("matchingPending"), bool(rows))
     empty = "Nothing to review yet." if note else "Nothing to review."
     rows = rows or f'<li class="empty">{empty}</li>'
-    main = f'<h1>Proposals</h1>{note}<ol class="rows" id="proposals">{rows}</ol>{more}'
+    total = int(found.get("pendingCount", 0))
+    count = f'<p class="meta" id="pending">{e(counted(total, "pending proposal"))}</p>' if total else ""
+    main = f'<h1>Proposals</h1>{count}{note}<ol class="rows" id="proposals">{rows}</ol>{more}'
     return document("Proposals", main, session=session, current="/library/proposals", page="proposals")

@@ -239,6 +239,17 @@ def list_proposals(conn: apsw.Connection, thread_rowid: int | None, after_rowid:
     return [_proposal(r) for r in found]
 
 
+def count_proposals(conn: apsw.Connection, thread_rowid: int | None) -> int:
+    """How many proposals `list_proposals` walks through in all (one thread's, or every active thread's)."""
+    found = rows(
+        conn,
+        "SELECT count(*) FROM thread_proposals p JOIN threads th ON th.id = p.thread "
+        "WHERE th.status = 'active' AND (?1 IS NULL OR p.thread = ?1)",
+        (thread_rowid,),
+    )
+    return int(found[0][0])
+
+
 def get_proposal(conn: apsw.Connection, rowid: int) -> ProposalRow | None:
     """One pending proposal, or None (an archived thread's too: the caller says why it can't be reviewed)."""
     found = rows(conn, _PROPOSAL_SELECT + "WHERE p.id = ?", (rowid,))

@@ -22,8 +22,13 @@ def proposal_json(p: Proposal) -> dict[str, Any]:
 
 
 def page_json(page: ProposalPage) -> dict[str, Any]:
-    """A page of proposals with its next cursor, and `matchingPending` while matching is left to do."""
-    out: dict[str, Any] = {"proposals": [proposal_json(p) for p in page.proposals], "nextCursor": page.next_cursor}
+    """A page of proposals with its next cursor, how many are pending in all, and `matchingPending` while
+    matching is left to do."""
+    out: dict[str, Any] = {
+        "proposals": [proposal_json(p) for p in page.proposals],
+        "nextCursor": page.next_cursor,
+        "pendingCount": page.total,
+    }
     if page.matching is not None:
         out["matchingPending"] = {"threads": page.matching.threads, "sequences": page.matching.sequences}
     return out
