@@ -88,7 +88,7 @@ async def test_a_second_user_sees_none_of_the_first_users_data(app: Served) -> N
     assert [history[0], deleted[0], paused[0]] == ["sequence_not_found"] * 3
     assert threads["threads"] == []
     assert [thread[0], briefing[0], pinned[0], by_thread[0]] == ["thread_not_found"] * 4
-    assert proposals == {"proposals": [], "nextCursor": None}
+    assert proposals == {"proposals": [], "nextCursor": None, "pendingCount": 0}
     assert accepted[0] == "proposal_not_found"
     assert found["results"] == []
     assert app.counts() == before
